@@ -1,0 +1,128 @@
+// Tensor: a typed, strided view of a Storage on one device.
+//
+// Layout (DESIGN decision 1): 4-D activations are [N, H, W, C] (channels-last) and contiguous,
+// except that a tensor may be a channel slice of a wider one (W stride > C), which is how concat
+// along channels stays zero-copy. Conv weights are [O, KH, KW, I/groups].
+//
+// A Tensor is a cheap handle (a shared_ptr): copying it shares data, like PyTorch. clone() copies.
+// The autograd fields (requires_grad, grad, grad_fn) are added by core/autograd.h.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/device.h"
+#include "core/dtype.h"
+#include "core/shape.h"
+#include "core/storage.h"
+
+namespace seg {
+
+struct AutogradMeta;  // core/autograd.h
+
+struct TensorImpl {
+  std::shared_ptr<Storage> storage;
+  int64_t offset = 0;  // in elements
+  Shape shape;
+  Shape strides;  // in elements
+  DType dtype = DType::f32;
+  std::shared_ptr<AutogradMeta> autograd;  // null until autograd touches the tensor
+};
+
+class Tensor {
+ public:
+  Tensor() = default;  // an undefined tensor (defined() == false)
+  explicit Tensor(std::shared_ptr<TensorImpl> impl) : impl_(std::move(impl)) {}
+
+  // ---- factories ----
+  static Tensor empty(const Shape& shape, DType dtype = DType::f32, Device device = Device::cpu());
+  static Tensor zeros(const Shape& shape, DType dtype = DType::f32, Device device = Device::cpu());
+  static Tensor full(const Shape& shape, double value, DType dtype = DType::f32, Device device = Device::cpu());
+  // A CPU tensor holding a copy of `values` (values.size() must equal shape.numel()).
+  template <class T>
+  static Tensor from_vector(const Shape& shape, const std::vector<T>& values);
+
+  // ---- metadata ----
+  bool defined() const { return impl_ != nullptr; }
+  const Shape& shape() const { return impl_->shape; }
+  const Shape& strides() const { return impl_->strides; }
+  int dim() const { return impl_->shape.size(); }
+  int64_t size(int d) const;  // negative d counts from the end
+  int64_t stride(int d) const;
+  int64_t numel() const { return impl_->shape.numel(); }
+  DType dtype() const { return impl_->dtype; }
+  Device device() const { return impl_->storage->device(); }
+  size_t element_size() const { return dtype_size(impl_->dtype); }
+  size_t nbytes() const { return static_cast<size_t>(numel()) * element_size(); }
+  bool is_contiguous() const;
+  std::string str() const;  // "f32[2, 3] cpu"
+
+  // ---- data access ----
+  void* data_ptr() const;
+  template <class T>
+  T* data() const;  // checks that T matches dtype()
+  template <class T>
+  std::vector<T> to_vector() const;  // copies to a CPU vector of T (dtype must match T)
+  double item() const;               // the single element, as double
+
+  // ---- views (share storage) ----
+  Tensor slice(int d, int64_t start, int64_t end) const;  // [start, end) along d
+  Tensor channels(int64_t start, int64_t end) const { return slice(-1, start, end); }
+  Tensor view(const Shape& shape) const;     // same elements, new shape; needs contiguous
+  Tensor reshape(const Shape& shape) const;  // view if contiguous, else a contiguous copy
+
+  // ---- copies ----
+  Tensor contiguous() const;  // this if already contiguous
+  Tensor clone() const;       // always a new contiguous tensor
+  Tensor to(Device device) const;
+  Tensor to(DType dtype) const;
+  Tensor& copy_(const Tensor& src);  // same shape; converts dtype, crosses devices
+  Tensor& fill_(double value);
+  Tensor& zero_() { return fill_(0.0); }
+
+  // ---- identity ----
+  TensorImpl* impl() const { return impl_.get(); }
+  const std::shared_ptr<TensorImpl>& impl_ptr() const { return impl_; }
+  bool same(const Tensor& o) const { return impl_ == o.impl_; }
+  bool shares_storage(const Tensor& o) const { return impl_ && o.impl_ && impl_->storage == o.impl_->storage; }
+
+ private:
+  void check_defined(const char* what) const;
+  std::shared_ptr<TensorImpl> impl_;
+};
+
+// Throws Error(runtime) naming `op` unless t has the expected dtype/device/rank.
+void check_dtype(const Tensor& t, DType expected, const char* op, const char* arg);
+void check_same_device(const Tensor& a, const Tensor& b, const char* op);
+
+// ---- template definitions ----
+template <class T>
+T* Tensor::data() const {
+  check_defined("data");
+  if (dtype_v<T> != impl_->dtype)
+    throw Error(ErrorKind::runtime, seg::str("tensor of dtype ", dtype_name(impl_->dtype), " accessed as ",
+                                        dtype_name(dtype_v<T>)))
+        .with("shape", impl_->shape.str());
+  return static_cast<T*>(data_ptr());
+}
+
+template <class T>
+Tensor Tensor::from_vector(const Shape& shape, const std::vector<T>& values) {
+  SEG_CHECK(static_cast<int64_t>(values.size()) == shape.numel(), runtime, "from_vector: ", values.size(),
+            " values for shape ", shape.str());
+  Tensor t = empty(shape, dtype_v<T>, Device::cpu());
+  T* dst = t.data<T>();
+  for (size_t i = 0; i < values.size(); ++i) dst[i] = values[i];
+  return t;
+}
+
+template <class T>
+std::vector<T> Tensor::to_vector() const {
+  Tensor c = to(Device::cpu()).contiguous();
+  const T* p = c.data<T>();
+  return std::vector<T>(p, p + c.numel());
+}
+
+}  // namespace seg

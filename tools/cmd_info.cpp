@@ -1,0 +1,35 @@
+// segtrain info: what this binary was built with and what it can run on.
+#include <cstdio>
+
+#include "core/device.h"
+#include "kernels/cpu/cpu_features.h"
+#include "kernels/cpu/thread_pool.h"
+#include "tools/cli.h"
+
+namespace seg::cli {
+
+int cmd_info(const Args& args) {
+  if (wants_help(args)) {
+    std::printf("usage: segtrain info\n\nPrints the build configuration (CUDA, simulator, cuDNN, NCCL, MPI),\n"
+                "the CPU features in use, the thread count and the CUDA devices found.\n\n"
+                "example:\n  segtrain info\n");
+    return 0;
+  }
+  auto yes = [](bool b) { return b ? "yes" : "no"; };
+  std::printf("segtrain %s (%s build)\n", SEG_VERSION, SEG_BUILD_TYPE);
+  std::printf("build:\n");
+  std::printf("  CUDA backend     %s\n", yes(SEG_BUILD_CUDA));
+  std::printf("  CUDA simulator   %s (tests only)\n", yes(SEG_BUILD_SIM));
+  std::printf("  cuDNN            %s\n", yes(SEG_BUILD_CUDNN));
+  std::printf("  NCCL             %s\n", yes(SEG_BUILD_NCCL));
+  std::printf("  MPI              %s\n", yes(SEG_BUILD_MPI));
+  std::printf("  sanitizers       %s\n", SEG_BUILD_SANITIZE[0] ? SEG_BUILD_SANITIZE : "none");
+  std::printf("cpu:\n");
+  std::printf("  SIMD             %s (detected %s)\n", cpu_isa_name(cpu_isa()), cpu_isa_name(cpu_isa_detected()));
+  std::printf("  threads          %d\n", num_threads());
+  const int gpus = cuda_device_count();
+  std::printf("cuda devices:      %d%s\n", gpus, cuda_compiled() ? "" : " (built without CUDA)");
+  return 0;
+}
+
+}  // namespace seg::cli

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Installs segtrain's build dependencies from Debian. Idempotent: installs only what is missing.
+# Used by the README commands and by .ci/run. Nothing is downloaded at build time.
+#
+#   cmake, g++           the build
+#   doctest-dev          the test framework (header-only)
+#   nlohmann-json3-dev   JSON: configs, odgt lists, safetensors headers
+#   libstb-dev           stb_image / stb_image_write: JPEG/PNG decode and PNG encode
+#   libyaml-cpp-dev      reading upstream's YAML config files as they are
+#   ccache               faster rebuilds (used automatically when present)
+#   hyperfine            timing whole commands in benchmarks
+# The CUDA toolkit (nvcc, cuBLASLt, cuDNN, NCCL) is expected at /usr/local/cuda when present;
+# without it segtrain builds CPU-only.
+set -euo pipefail
+
+packages=(cmake g++ make doctest-dev nlohmann-json3-dev libstb-dev libyaml-cpp-dev ccache hyperfine)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then
+  command -v sudo >/dev/null && SUDO="sudo" || { echo "install-deps: need root or sudo to install: ${missing[*]}" >&2; exit 1; }
+fi
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+echo "install-deps: done"
