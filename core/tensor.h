@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -21,6 +22,7 @@
 namespace seg {
 
 struct AutogradMeta;  // core/autograd.h
+class Node;          // core/autograd.h
 
 struct TensorImpl {
   std::shared_ptr<Storage> storage;
@@ -81,6 +83,22 @@ class Tensor {
   Tensor& copy_(const Tensor& src);  // same shape; converts dtype, crosses devices
   Tensor& fill_(double value);
   Tensor& zero_() { return fill_(0.0); }
+
+  // ---- autograd (implemented in core/autograd.cpp) ----
+  bool requires_grad() const;
+  Tensor& set_requires_grad(bool on);  // only on leaves (tensors without grad_fn)
+  bool is_leaf() const;                // true unless produced by a recorded op
+  const Tensor& grad() const;          // accumulated gradient of a leaf; undefined if none yet
+  void set_grad(const Tensor& g);
+  void zero_grad();                    // drops the gradient (the next backward writes a fresh one)
+  std::shared_ptr<Node> grad_fn() const;
+  // Backward from this tensor: `grad` defaults to 1 for a one-element tensor.
+  void backward(const Tensor& grad = Tensor()) const;
+  Tensor detach() const;               // same data, no history, requires_grad false
+  // Called once per backward, right after this leaf's gradient is complete.
+  void add_grad_ready_hook(std::function<void(const Tensor&)> hook);
+  const std::string& name() const;     // parameter name ("" if unnamed)
+  Tensor& set_name(const std::string& n);
 
   // ---- identity ----
   TensorImpl* impl() const { return impl_.get(); }

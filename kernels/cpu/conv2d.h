@@ -1,0 +1,49 @@
+// 2-D convolution on channels-last tensors (DESIGN decision 1).
+//
+//   x  [N, H,  W,  C]            input
+//   w  [O, KH, KW, C/groups]     weights (one internal layout for every backend)
+//   b  [O]                       optional bias
+//   y  [N, Ho, Wo, O]            output
+//
+//   Ho = (H + 2*pad_h - dil_h*(KH-1) - 1) / stride_h + 1     (floor, as PyTorch)
+//   y[n,ho,wo,o] = b[o] + sum_{kh,kw,c} x[n, ho*s_h - p_h + kh*d_h, wo*s_w - p_w + kw*d_w, g*Cg + c] * w[o,kh,kw,c]
+//   with g = o / (O/groups), Cg = C/groups, out-of-range input positions reading 0.
+//
+// Two implementations:
+//  * *_ref: the naive 7-deep loop nest in double accumulation: the specification, used by tests.
+//  * direct: the same sums reorganised so the innermost loop runs over contiguous channels of both x
+//    and w (vectorisable), parallel over output rows (forward), input rows (backward data, a gather so
+//    no two threads write the same element) and output channels (backward weight). Deterministic.
+// Memory traffic (direct forward): x is read KH*KW times from cache per output row, w once per row.
+#pragma once
+
+#include <cstdint>
+
+namespace seg::cpu {
+
+struct ConvShape {
+  int64_t N = 1, H = 1, W = 1, C = 1;  // input
+  int64_t O = 1, KH = 1, KW = 1;       // output channels, kernel
+  int64_t stride_h = 1, stride_w = 1, pad_h = 0, pad_w = 0, dil_h = 1, dil_w = 1, groups = 1;
+
+  int64_t Ho() const { return (H + 2 * pad_h - dil_h * (KH - 1) - 1) / stride_h + 1; }
+  int64_t Wo() const { return (W + 2 * pad_w - dil_w * (KW - 1) - 1) / stride_w + 1; }
+  int64_t Cg() const { return C / groups; }
+  int64_t Og() const { return O / groups; }
+  int64_t x_numel() const { return N * H * W * C; }
+  int64_t w_numel() const { return O * KH * KW * Cg(); }
+  int64_t y_numel() const { return N * Ho() * Wo() * O; }
+};
+
+// Reference (naive) versions. T = float or double.
+template <class T> void conv2d_forward_ref(const ConvShape& s, const T* x, const T* w, const T* b, T* y);
+// Any of dx, dw, db may be null (not needed). Outputs are overwritten.
+template <class T>
+void conv2d_backward_ref(const ConvShape& s, const T* x, const T* w, const T* dy, T* dx, T* dw, T* db);
+
+// Direct (vectorised, threaded) versions.
+template <class T> void conv2d_forward_direct(const ConvShape& s, const T* x, const T* w, const T* b, T* y);
+template <class T> void conv2d_backward_data_direct(const ConvShape& s, const T* w, const T* dy, T* dx);
+template <class T> void conv2d_backward_weight_direct(const ConvShape& s, const T* x, const T* dy, T* dw, T* db);
+
+}  // namespace seg::cpu

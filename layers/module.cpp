@@ -1,0 +1,78 @@
+#include "layers/module.h"
+
+#include "core/autograd.h"
+
+namespace seg {
+
+namespace {
+std::string join(const std::string& prefix, const std::string& name) { return prefix.empty() ? name : prefix + "." + name; }
+}  // namespace
+
+void Module::register_parameter(const std::string& name, Tensor* field) {
+  SEG_ASSERT(field && field->defined(), "parameter ", name, " registered undefined");
+  field->set_requires_grad(true);
+  params_.emplace_back(name, field);
+}
+
+void Module::register_buffer(const std::string& name, Tensor* field) {
+  SEG_ASSERT(field && field->defined(), "buffer ", name, " registered undefined");
+  buffers_.emplace_back(name, field);
+}
+
+std::vector<NamedTensor> Module::named_parameters(const std::string& prefix) const {
+  std::vector<NamedTensor> out;
+  for (const auto& [name, t] : params_) out.push_back({join(prefix, name), t});
+  for (const auto& [name, child] : children_) {
+    auto sub = child->named_parameters(join(prefix, name));
+    out.insert(out.end(), sub.begin(), sub.end());
+  }
+  return out;
+}
+
+std::vector<NamedTensor> Module::named_buffers(const std::string& prefix) const {
+  std::vector<NamedTensor> out;
+  for (const auto& [name, t] : buffers_) out.push_back({join(prefix, name), t});
+  for (const auto& [name, child] : children_) {
+    auto sub = child->named_buffers(join(prefix, name));
+    out.insert(out.end(), sub.begin(), sub.end());
+  }
+  return out;
+}
+
+std::vector<Tensor> Module::parameters() const {
+  std::vector<Tensor> out;
+  for (const auto& p : named_parameters()) out.push_back(*p.tensor);
+  return out;
+}
+
+int64_t Module::num_parameters() const {
+  int64_t n = 0;
+  for (const auto& p : named_parameters()) n += p.tensor->numel();
+  return n;
+}
+
+void Module::train(bool on) {
+  training_ = on;
+  for (auto& [name, child] : children_) child->train(on);
+}
+
+void Module::zero_grad() {
+  for (const auto& p : named_parameters()) p.tensor->zero_grad();
+}
+
+Sequential::Sequential(std::vector<std::shared_ptr<UnaryModule>> layers) {
+  for (auto& l : layers) append(std::move(l));
+}
+
+void Sequential::append(std::shared_ptr<UnaryModule> layer) {
+  register_module(std::to_string(layers_.size()), layer);
+  layers_.push_back(std::move(layer));
+}
+
+Tensor Sequential::forward(const Tensor& x) {
+  Tensor h = x;
+  for (auto& l : layers_) h = l->forward(h);
+  return h;
+}
+
+}  // namespace seg
