@@ -19,6 +19,17 @@ PhiloxKey philox_key(uint64_t seed, RngPurpose purpose) {
   return PhiloxKey{{static_cast<uint32_t>(k), static_cast<uint32_t>(k >> 32)}};
 }
 
+RngState& global_rng() {
+  static RngState state;
+  return state;
+}
+
+PhiloxKey global_key(RngPurpose purpose) { return philox_key(global_rng().seed, purpose); }
+
+uint64_t next_stream(RngPurpose purpose) { return global_rng().next_stream[static_cast<uint32_t>(purpose) & 7]++; }
+
+void reset_global_rng(uint64_t seed) { global_rng() = RngState{seed, {}}; }
+
 PhiloxStream::PhiloxStream(uint64_t seed, RngPurpose purpose, uint64_t stream)
     : key_(philox_key(seed, purpose)), stream_(stream) {}
 

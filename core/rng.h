@@ -23,6 +23,18 @@ enum class RngPurpose : uint32_t {
 
 PhiloxKey philox_key(uint64_t seed, RngPurpose purpose);
 
+// The process-wide random state: a seed and, per purpose, the next unused stream id. Ops that draw
+// fresh randomness on every call (Dropout2d) take next_stream(); a train-state checkpoint saves
+// state() so a resumed run draws the same masks as an uninterrupted one.
+struct RngState {
+  uint64_t seed = 304;  // upstream TRAIN.seed
+  uint64_t next_stream[8] = {};
+};
+RngState& global_rng();
+PhiloxKey global_key(RngPurpose purpose);        // philox_key(global_rng().seed, purpose)
+uint64_t next_stream(RngPurpose purpose);        // returns the next stream id and advances it
+void reset_global_rng(uint64_t seed);            // new seed, all counters back to 0
+
 // A sequential stream: (seed, purpose, stream id) -> an endless sequence of 32-bit words.
 class PhiloxStream {
  public:

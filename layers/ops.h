@@ -7,6 +7,12 @@
 //   ops_elementwise.cpp  add, mul, scale, relu, relu6
 //   ops_reduce.cpp       sum, mean
 //   ops_loss.cpp         softmax_nll_loss (fused log-softmax + NLL, ignore index -1)
+//   ops_batchnorm.cpp    batch_norm (train/eval, SyncBN through a reducer)
+//   ops_pool.cpp         max_pool2d, adaptive_avg_pool2d
+//   ops_resize.cpp       resize_bilinear (align_corners=False)
+//   ops_softmax.cpp      softmax, log_softmax, argmax_channels
+//   ops_dropout.cpp      dropout2d
+//   ops_concat.cpp       concat_channels
 //
 // Conventions: activations are [N, H, W, C]; inputs may be non-contiguous (they are made contiguous);
 // outputs are new contiguous tensors on the input's device and dtype. A dtype or device without a
@@ -14,6 +20,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "core/tensor.h"
 
@@ -48,6 +55,46 @@ Tensor mean(const Tensor& x);  // dx = dy / numel broadcast
 // logits [N,H,W,C] (or [P,C]), labels i32 [N,H,W] (or [P]) with -1 = ignore -> loss of shape []:
 // the mean over valid pixels of -log softmax(logits)[label]. Labels outside [-1, C) are a data error.
 Tensor softmax_nll_loss(const Tensor& logits, const Tensor& labels);
+
+// SyncBN's hook: sums a vector of per-channel statistics over all ranks (in place). Null = one rank.
+class BatchNormReducer {
+ public:
+  virtual ~BatchNormReducer() = default;
+  virtual void allreduce_sum(std::vector<double>& values) = 0;
+};
+
+struct BatchNormOptions {
+  bool training = true;
+  double momentum = 0.1;  // upstream SyncBN default is 0.001 (MODEL.bn_momentum)
+  double eps = 1e-5;
+  BatchNormReducer* reducer = nullptr;
+};
+
+// x [..., C]; gamma, beta, running_mean, running_var [C] in f32 (f64 for f64 x).
+// Training: normalises with the batch statistics (biased variance + eps) and updates the running
+// statistics in place (unbiased variance, momentum m: r = (1-m) r + m batch). Eval: running statistics.
+//   backward (train): dx = gamma*invstd*(dy - mean(dy) - xhat*mean(dy*xhat)); dgamma = sum(dy*xhat);
+//   dbeta = sum(dy).  backward (eval): dx = dy*gamma*invstd.
+Tensor batch_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& running_mean, Tensor& running_var,
+                  const BatchNormOptions& opt);
+
+// x [N,H,W,C] -> [N,Ho,Wo,C]; floor mode; ties go to the first maximum in window order.
+//   backward: dy flows to the argmax of each window.
+Tensor max_pool2d(const Tensor& x, int64_t kernel, int64_t stride, int64_t padding);
+// x [N,H,W,C] -> [N,out_h,out_w,C] with PyTorch's window rule; backward spreads dy/window_size.
+Tensor adaptive_avg_pool2d(const Tensor& x, int64_t out_h, int64_t out_w);
+// x [N,H,W,C] -> [N,out_h,out_w,C], bilinear, align_corners=False; backward is the transpose.
+Tensor resize_bilinear(const Tensor& x, int64_t out_h, int64_t out_w);
+// Over the last dimension (channels). backward: softmax dx = y*(dy - sum(dy*y)); log_softmax dx = dy - exp(y)*sum(dy).
+Tensor softmax(const Tensor& x);
+Tensor log_softmax(const Tensor& x);
+// Index of the largest channel, i32 [..] (no gradient).
+Tensor argmax_channels(const Tensor& x);
+// Dropout2d: in training, zeroes whole channels of each sample with probability p and scales the rest
+// by 1/(1-p), with a fresh Philox stream per call (next_stream(dropout)); identity in eval.
+Tensor dropout2d(const Tensor& x, double p, bool training);
+// Concatenation along the channel (last) dimension; backward slices dy.
+Tensor concat_channels(const std::vector<Tensor>& xs);
 
 // Shared argument checks (used by every op file): a CPU-only op on another device is an Error naming
 // op and device; dtypes outside `allowed` are reported by the dispatcher.

@@ -1,0 +1,143 @@
+#include "kernels/cpu/batchnorm.h"
+
+#include <cmath>
+#include <vector>
+
+#include "kernels/common/half.h"
+#include "kernels/cpu/elementwise.h"
+#include "kernels/cpu/thread_pool.h"
+
+namespace seg::cpu {
+
+namespace {
+constexpr int64_t kPixelChunk = 512;  // fixed: partial sums are combined in chunk order
+
+// Per-chunk per-channel partial sums, then an ordered combination. `body(lo, hi, a, b)` adds the
+// chunk's contributions into a[C], b[C] (zeroed).
+template <class Body>
+void channel_reduce(int64_t P, int64_t C, double* out_a, double* out_b, Body body) {
+  const int64_t chunks = (P + kPixelChunk - 1) / kPixelChunk;
+  std::vector<double> part(static_cast<size_t>(chunks * 2 * C), 0.0);
+  parallel_for(0, chunks, 1, [&](int64_t c0, int64_t c1) {
+    for (int64_t k = c0; k < c1; ++k) {
+      double* a = part.data() + k * 2 * C;
+      body(k * kPixelChunk, std::min(P, (k + 1) * kPixelChunk), a, a + C);
+    }
+  });
+  for (int64_t c = 0; c < C; ++c) out_a[c] = out_b[c] = 0.0;
+  for (int64_t k = 0; k < chunks; ++k) {
+    const double* a = part.data() + k * 2 * C;
+    for (int64_t c = 0; c < C; ++c) {
+      out_a[c] += a[c];
+      out_b[c] += a[C + c];
+    }
+  }
+}
+}  // namespace
+
+template <class T>
+void bn_channel_sums(const T* x, int64_t P, int64_t C, double* sum, double* sumsq) {
+  channel_reduce(P, C, sum, sumsq, [&](int64_t lo, int64_t hi, double* s, double* s2) {
+    // Accumulate a chunk in acc_t (float for float data: vectorises), then widen to double.
+    std::vector<acc_t<T>> a(static_cast<size_t>(C), 0), b(static_cast<size_t>(C), 0);
+    for (int64_t p = lo; p < hi; ++p) {
+      const T* row = x + p * C;
+      for (int64_t c = 0; c < C; ++c) {
+        const acc_t<T> v = load(row[c]);
+        a[c] += v;
+        b[c] += v * v;
+      }
+    }
+    for (int64_t c = 0; c < C; ++c) {
+      s[c] += static_cast<double>(a[c]);
+      s2[c] += static_cast<double>(b[c]);
+    }
+  });
+}
+
+template <class T, class A>
+void bn_apply(const T* x, int64_t P, int64_t C, const A* scale, const A* shift, T* y) {
+  parallel_for(0, P, std::max<int64_t>(1, 16384 / C), [&](int64_t lo, int64_t hi) {
+    for (int64_t p = lo; p < hi; ++p) {
+      const T* xr = x + p * C;
+      T* yr = y + p * C;
+      for (int64_t c = 0; c < C; ++c) yr[c] = store<T>(static_cast<acc_t<T>>(load(xr[c]) * scale[c] + shift[c]));
+    }
+  });
+}
+
+template <class T, class A>
+void bn_backward_sums(const T* x, const T* dy, int64_t P, int64_t C, const A* mean, const A* invstd, double* sum_dy,
+                      double* sum_dy_xhat) {
+  channel_reduce(P, C, sum_dy, sum_dy_xhat, [&](int64_t lo, int64_t hi, double* s, double* s2) {
+    std::vector<acc_t<T>> a(static_cast<size_t>(C), 0), b(static_cast<size_t>(C), 0);
+    for (int64_t p = lo; p < hi; ++p) {
+      const T* xr = x + p * C;
+      const T* gr = dy + p * C;
+      for (int64_t c = 0; c < C; ++c) {
+        const acc_t<T> g = load(gr[c]);
+        a[c] += g;
+        b[c] += g * static_cast<acc_t<T>>((load(xr[c]) - mean[c]) * invstd[c]);
+      }
+    }
+    for (int64_t c = 0; c < C; ++c) {
+      s[c] += static_cast<double>(a[c]);
+      s2[c] += static_cast<double>(b[c]);
+    }
+  });
+}
+
+template <class T, class A>
+void bn_backward_dx(const T* x, const T* dy, int64_t P, int64_t C, const A* k1, const A* k2, const A* k3, T* dx) {
+  parallel_for(0, P, std::max<int64_t>(1, 16384 / C), [&](int64_t lo, int64_t hi) {
+    for (int64_t p = lo; p < hi; ++p) {
+      const T* xr = x + p * C;
+      const T* gr = dy + p * C;
+      T* dr = dx + p * C;
+      for (int64_t c = 0; c < C; ++c)
+        dr[c] = store<T>(static_cast<acc_t<T>>(k1[c] * load(gr[c]) + k2[c] * load(xr[c]) + k3[c]));
+    }
+  });
+}
+
+template <class T, class A>
+void bn_forward_ref(const T* x, int64_t P, int64_t C, const A* gamma, const A* beta, const A* mean_in,
+                    const A* var_in, bool train, double eps, T* y, double* mean_out, double* var_out) {
+  for (int64_t c = 0; c < C; ++c) {
+    double mean = 0, var = 0;
+    if (train) {
+      for (int64_t p = 0; p < P; ++p) mean += static_cast<double>(x[p * C + c]);
+      mean /= static_cast<double>(P);
+      for (int64_t p = 0; p < P; ++p) {
+        const double d = static_cast<double>(x[p * C + c]) - mean;
+        var += d * d;
+      }
+      var /= static_cast<double>(P);
+    } else {
+      mean = static_cast<double>(mean_in[c]);
+      var = static_cast<double>(var_in[c]);
+    }
+    if (mean_out) mean_out[c] = mean;
+    if (var_out) var_out[c] = var;
+    const double invstd = 1.0 / std::sqrt(var + eps);
+    for (int64_t p = 0; p < P; ++p)
+      y[p * C + c] = static_cast<T>((static_cast<double>(x[p * C + c]) - mean) * invstd * static_cast<double>(gamma[c]) +
+                                    static_cast<double>(beta[c]));
+  }
+}
+
+#define SEG_INSTANTIATE_BN(T, A)                                                                              \
+  template void bn_channel_sums<T>(const T*, int64_t, int64_t, double*, double*);                             \
+  template void bn_apply<T, A>(const T*, int64_t, int64_t, const A*, const A*, T*);                           \
+  template void bn_backward_sums<T, A>(const T*, const T*, int64_t, int64_t, const A*, const A*, double*, double*); \
+  template void bn_backward_dx<T, A>(const T*, const T*, int64_t, int64_t, const A*, const A*, const A*, T*);
+SEG_INSTANTIATE_BN(float, float)
+SEG_INSTANTIATE_BN(double, double)
+SEG_INSTANTIATE_BN(f16, float)
+SEG_INSTANTIATE_BN(bf16, float)
+template void bn_forward_ref<float, float>(const float*, int64_t, int64_t, const float*, const float*, const float*,
+                                           const float*, bool, double, float*, double*, double*);
+template void bn_forward_ref<double, double>(const double*, int64_t, int64_t, const double*, const double*,
+                                             const double*, const double*, bool, double, double*, double*, double*);
+
+}  // namespace seg::cpu

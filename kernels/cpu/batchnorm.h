@@ -1,0 +1,49 @@
+// BatchNorm2d on channels-last activations x [P, C] (P = N*H*W pixels), PyTorch's F.batch_norm.
+//
+// Train mode (statistics of this batch; SyncBN all-reduces the three sums between the two phases):
+//   sum[c] = sum_p x[p,c]      sumsq[c] = sum_p x[p,c]^2      M = P (or the total over ranks)
+//   mean = sum/M    var = sumsq/M - mean^2 (biased, to normalise)    invstd = 1/sqrt(var + eps)
+//   y = (x - mean) * invstd * gamma + beta
+//   running_mean = (1-m)*running_mean + m*mean
+//   running_var  = (1-m)*running_var  + m*var*M/(M-1)   (unbiased)
+// Eval mode: mean, var = running_mean, running_var.
+//
+// Backward (train), with xhat = (x - mean)*invstd and, again, sums over all ranks:
+//   dbeta = sum_p dy      dgamma = sum_p dy*xhat
+//   dx = gamma*invstd * (dy - dbeta/M - xhat*dgamma/M)
+// Backward (eval): dx = dy*gamma*invstd; dgamma, dbeta as above.
+//
+// T: storage of x and y (float, double, f16, bf16); A: parameters, statistics and arithmetic
+// (float, or double when T is double). Sums accumulate in double over fixed pixel chunks, so the
+// result does not depend on the thread count. Memory traffic: train forward reads x twice (sums,
+// normalise) and writes y; backward reads x and dy twice and writes dx.
+#pragma once
+
+#include <cstdint>
+
+namespace seg::cpu {
+
+// sum[c], sumsq[c] over P pixels (double, so the M-term sums stay exact enough for var).
+template <class T> void bn_channel_sums(const T* x, int64_t P, int64_t C, double* sum, double* sumsq);
+
+// y = x*scale[c] + shift[c] (the affine form of normalisation: scale = gamma*invstd,
+// shift = beta - mean*scale).
+template <class T, class A> void bn_apply(const T* x, int64_t P, int64_t C, const A* scale, const A* shift, T* y);
+
+// sum_dy[c] = sum dy, sum_dy_xhat[c] = sum dy*(x-mean)*invstd.
+template <class T, class A>
+void bn_backward_sums(const T* x, const T* dy, int64_t P, int64_t C, const A* mean, const A* invstd, double* sum_dy,
+                      double* sum_dy_xhat);
+
+// dx = k1[c]*dy + k2[c]*x + k3[c], the backward formula expanded per channel:
+//   train: k1 = gamma*invstd, k2 = -gamma*invstd^2*dgamma/M, k3 = -k1*dbeta/M - k2*mean
+//   eval : k1 = gamma*invstd, k2 = 0, k3 = 0
+template <class T, class A>
+void bn_backward_dx(const T* x, const T* dy, int64_t P, int64_t C, const A* k1, const A* k2, const A* k3, T* dx);
+
+// Reference forward (train or eval) in double, written straight from the definition.
+template <class T, class A>
+void bn_forward_ref(const T* x, int64_t P, int64_t C, const A* gamma, const A* beta, const A* mean_in,
+                    const A* var_in, bool train, double eps, T* y, double* mean_out, double* var_out);
+
+}  // namespace seg::cpu

@@ -1,0 +1,41 @@
+// concat_channels: [N,H,W,C_i] -> [N,H,W,sum C_i]. Each input is copied into a channel slice of the
+// output (a strided copy); backward hands every input its slice of dy.
+#include "core/autograd.h"
+#include "layers/ops.h"
+
+namespace seg::ops {
+
+Tensor concat_channels(const std::vector<Tensor>& xs) {
+  const char* op = "concat_channels";
+  SEG_CHECK(!xs.empty(), runtime, op, ": nothing to concatenate");
+  const Tensor& first = xs[0];
+  int64_t total = 0;
+  for (const Tensor& x : xs) {
+    require_cpu(op, x);
+    SEG_CHECK(x.dim() == first.dim() && x.dtype() == first.dtype(), runtime, op, ": ", x.str(), " does not match ",
+              first.str());
+    for (int d = 0; d + 1 < x.dim(); ++d)
+      SEG_CHECK(x.size(d) == first.size(d), runtime, op, ": ", x.str(), " does not match ", first.str(),
+                " outside the channel dimension");
+    total += x.size(-1);
+  }
+  Shape shape = first.shape();
+  shape[shape.size() - 1] = total;
+  Tensor out = Tensor::empty(shape, first.dtype());
+  std::vector<int64_t> offsets;
+  int64_t at = 0;
+  for (const Tensor& x : xs) {
+    offsets.push_back(at);
+    out.channels(at, at + x.size(-1)).copy_(x);
+    at += x.size(-1);
+  }
+  offsets.push_back(at);
+  record(op, xs, {out}, [offsets](const std::vector<Tensor>& g) {
+    std::vector<Tensor> grads;
+    for (size_t i = 0; i + 1 < offsets.size(); ++i) grads.push_back(g[0].channels(offsets[i], offsets[i + 1]).contiguous());
+    return grads;
+  });
+  return out;
+}
+
+}  // namespace seg::ops

@@ -1,0 +1,63 @@
+// max_pool2d and adaptive_avg_pool2d (kernels/cpu/pool.h).
+#include "core/autograd.h"
+#include "kernels/cpu/pool.h"
+#include "layers/ops.h"
+
+namespace seg::ops {
+
+#define SEG_FLOAT_DTYPES (DType::f32, DType::f64, DType::f16, DType::bf16)
+
+Tensor max_pool2d(const Tensor& x_in, int64_t kernel, int64_t stride, int64_t padding) {
+  const char* op = "max_pool2d";
+  require_cpu(op, x_in);
+  SEG_CHECK(x_in.dim() == 4, runtime, op, ": input must be [N,H,W,C], got ", x_in.str());
+  SEG_CHECK(kernel >= 1 && stride >= 1 && padding >= 0 && 2 * padding <= kernel, runtime, op,
+            ": bad kernel/stride/padding ", kernel, "/", stride, "/", padding);
+  cpu::PoolShape s;
+  s.N = x_in.size(0), s.H = x_in.size(1), s.W = x_in.size(2), s.C = x_in.size(3);
+  s.kernel = kernel, s.stride = stride, s.pad = padding;
+  SEG_CHECK(s.Ho() >= 1 && s.Wo() >= 1, runtime, op, ": input ", x_in.str(), " smaller than the window");
+  const Tensor x = x_in.contiguous();
+  Tensor y = Tensor::empty({s.N, s.Ho(), s.Wo(), s.C}, x.dtype());
+  Tensor argmax = Tensor::empty(y.shape(), DType::i32);
+  SEG_DISPATCH(op, x.dtype(), x.device(), SEG_FLOAT_DTYPES, [&](auto tag) {
+    using T = SEG_TYPE(tag);
+    cpu::maxpool2d_forward<T>(s, x.data<T>(), y.data<T>(), argmax.data<int32_t>());
+  });
+  record(op, {x_in}, {y}, [s, argmax, dtype = x.dtype()](const std::vector<Tensor>& g) {
+    const Tensor dy = g[0].contiguous();
+    Tensor dx = Tensor::empty({s.N, s.H, s.W, s.C}, dtype);
+    SEG_DISPATCH("max_pool2d", dtype, dy.device(), SEG_FLOAT_DTYPES, [&](auto tag) {
+      using T = SEG_TYPE(tag);
+      cpu::maxpool2d_backward<T>(s, dy.data<T>(), argmax.data<int32_t>(), dx.data<T>());
+    });
+    return std::vector<Tensor>{dx};
+  });
+  return y;
+}
+
+Tensor adaptive_avg_pool2d(const Tensor& x_in, int64_t out_h, int64_t out_w) {
+  const char* op = "adaptive_avg_pool2d";
+  require_cpu(op, x_in);
+  SEG_CHECK(x_in.dim() == 4 && out_h >= 1 && out_w >= 1, runtime, op, ": input ", x_in.str(), " to ", out_h, "x",
+            out_w);
+  const int64_t N = x_in.size(0), H = x_in.size(1), W = x_in.size(2), C = x_in.size(3);
+  const Tensor x = x_in.contiguous();
+  Tensor y = Tensor::empty({N, out_h, out_w, C}, x.dtype());
+  SEG_DISPATCH(op, x.dtype(), x.device(), SEG_FLOAT_DTYPES, [&](auto tag) {
+    using T = SEG_TYPE(tag);
+    cpu::adaptive_avgpool2d_forward<T>(x.data<T>(), N, H, W, C, out_h, out_w, y.data<T>());
+  });
+  record(op, {x_in}, {y}, [N, H, W, C, out_h, out_w, dtype = x.dtype()](const std::vector<Tensor>& g) {
+    const Tensor dy = g[0].contiguous();
+    Tensor dx = Tensor::empty({N, H, W, C}, dtype);
+    SEG_DISPATCH("adaptive_avg_pool2d", dtype, dy.device(), SEG_FLOAT_DTYPES, [&](auto tag) {
+      using T = SEG_TYPE(tag);
+      cpu::adaptive_avgpool2d_backward<T>(dy.data<T>(), N, H, W, C, out_h, out_w, dx.data<T>());
+    });
+    return std::vector<Tensor>{dx};
+  });
+  return y;
+}
+
+}  // namespace seg::ops

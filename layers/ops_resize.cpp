@@ -1,0 +1,41 @@
+// resize_bilinear (kernels/cpu/resize.h): every upsampling in the upstream decoders.
+#include "core/autograd.h"
+#include "kernels/cpu/resize.h"
+#include "layers/ops.h"
+
+namespace seg::ops {
+
+Tensor resize_bilinear(const Tensor& x_in, int64_t out_h, int64_t out_w) {
+  const char* op = "resize_bilinear";
+  require_cpu(op, x_in);
+  SEG_CHECK(x_in.dim() == 4 && out_h >= 1 && out_w >= 1, runtime, op, ": input ", x_in.str(), " to ", out_h, "x",
+            out_w);
+  cpu::ResizeShape s;
+  s.N = x_in.size(0), s.H = x_in.size(1), s.W = x_in.size(2), s.C = x_in.size(3), s.Ho = out_h, s.Wo = out_w;
+  if (s.H == out_h && s.W == out_w) {
+    // Same size: align_corners=False sampling is the identity. Return a copy so the result is a new
+    // tensor (in-place users of the output never alias the input).
+    Tensor y = x_in.contiguous().clone();
+    record(op, {x_in}, {y}, [](const std::vector<Tensor>& g) { return std::vector<Tensor>{g[0]}; });
+    return y;
+  }
+  const Tensor x = x_in.contiguous();
+  Tensor y = Tensor::empty({s.N, out_h, out_w, s.C}, x.dtype());
+  SEG_DISPATCH(op, x.dtype(), x.device(), (DType::f32, DType::f64, DType::f16, DType::bf16), [&](auto tag) {
+    using T = SEG_TYPE(tag);
+    cpu::resize_bilinear_forward<T>(s, x.data<T>(), y.data<T>());
+  });
+  record(op, {x_in}, {y}, [s, dtype = x.dtype()](const std::vector<Tensor>& g) {
+    const Tensor dy = g[0].contiguous();
+    Tensor dx = Tensor::empty({s.N, s.H, s.W, s.C}, dtype);
+    SEG_DISPATCH("resize_bilinear", dtype, dy.device(), (DType::f32, DType::f64, DType::f16, DType::bf16),
+                 [&](auto tag) {
+                   using T = SEG_TYPE(tag);
+                   cpu::resize_bilinear_backward<T>(s, dy.data<T>(), dx.data<T>());
+                 });
+    return std::vector<Tensor>{dx};
+  });
+  return y;
+}
+
+}  // namespace seg::ops

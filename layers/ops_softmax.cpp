@@ -1,0 +1,53 @@
+// softmax, log_softmax and argmax over channels (kernels/cpu/softmax.h).
+#include "core/autograd.h"
+#include "kernels/cpu/softmax.h"
+#include "layers/ops.h"
+
+namespace seg::ops {
+
+#define SEG_FLOAT_DTYPES (DType::f32, DType::f64, DType::f16, DType::bf16)
+
+namespace {
+Tensor softmax_impl(const char* op, const Tensor& x_in, bool log) {
+  require_cpu(op, x_in);
+  SEG_CHECK(x_in.dim() >= 1 && x_in.numel() > 0, runtime, op, ": empty input ", x_in.str());
+  const int64_t C = x_in.size(-1), P = x_in.numel() / C;
+  const Tensor x = x_in.contiguous();
+  Tensor y = Tensor::empty(x.shape(), x.dtype());
+  SEG_DISPATCH(op, x.dtype(), x.device(), SEG_FLOAT_DTYPES, [&](auto tag) {
+    using T = SEG_TYPE(tag);
+    cpu::softmax_forward<T>(x.data<T>(), P, C, y.data<T>(), log);
+  });
+  record(op, {x_in}, {y}, [op, y = y.detach(), P, C, log](const std::vector<Tensor>& g) {
+    const Tensor dy = g[0].contiguous();
+    Tensor dx = Tensor::empty(y.shape(), y.dtype());
+    SEG_DISPATCH(op, y.dtype(), y.device(), SEG_FLOAT_DTYPES, [&](auto tag) {
+      using T = SEG_TYPE(tag);
+      cpu::softmax_backward<T>(y.data<T>(), dy.data<T>(), P, C, dx.data<T>(), log);
+    });
+    return std::vector<Tensor>{dx};
+  });
+  return y;
+}
+}  // namespace
+
+Tensor softmax(const Tensor& x) { return softmax_impl("softmax", x, false); }
+Tensor log_softmax(const Tensor& x) { return softmax_impl("log_softmax", x, true); }
+
+Tensor argmax_channels(const Tensor& x_in) {
+  const char* op = "argmax_channels";
+  require_cpu(op, x_in);
+  SEG_CHECK(x_in.dim() >= 1 && x_in.numel() > 0, runtime, op, ": empty input ", x_in.str());
+  const int64_t C = x_in.size(-1), P = x_in.numel() / C;
+  Shape out_shape;
+  for (int d = 0; d < x_in.dim() - 1; ++d) out_shape.push_back(x_in.size(d));
+  const Tensor x = x_in.contiguous();
+  Tensor out = Tensor::empty(out_shape, DType::i32);
+  SEG_DISPATCH(op, x.dtype(), x.device(), SEG_FLOAT_DTYPES, [&](auto tag) {
+    using T = SEG_TYPE(tag);
+    cpu::argmax_channels<T>(x.data<T>(), P, C, out.data<int32_t>());
+  });
+  return out;
+}
+
+}  // namespace seg::ops

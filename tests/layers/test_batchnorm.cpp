@@ -1,0 +1,126 @@
+#include <doctest/doctest.h>
+
+#include "core/autograd.h"
+#include "core/gradcheck.h"
+#include "kernels/cpu/batchnorm.h"
+#include "layers/batchnorm.h"
+#include "layers/ops.h"
+#include "tests/layers/test_helpers.h"
+
+using namespace seg;
+using seg::test::max_abs_diff;
+using seg::test::randn;
+
+TEST_CASE("batch_norm train: output against the reference, running statistics with momentum and unbiased var") {
+  const int64_t N = 2, H = 3, W = 5, C = 6, P = N * H * W;
+  const Tensor x = randn({N, H, W, C}, DType::f64, 1, 2.0, 0.5);
+  const Tensor gamma = randn({C}, DType::f64, 2), beta = randn({C}, DType::f64, 3);
+  Tensor rm = randn({C}, DType::f64, 4), rv = randn({C}, DType::f64, 5, 0.1, 1.0);
+  const auto rm0 = rm.to_vector<double>(), rv0 = rv.to_vector<double>();
+  ops::BatchNormOptions opt;
+  opt.momentum = 0.25;
+  const Tensor y = ops::batch_norm(x, gamma, beta, rm, rv, opt);
+  Tensor y_ref = Tensor::empty(x.shape(), DType::f64);
+  std::vector<double> mean(C), var(C);
+  cpu::bn_forward_ref<double, double>(x.data<double>(), P, C, gamma.data<double>(), beta.data<double>(), nullptr,
+                                      nullptr, true, 1e-5, y_ref.data<double>(), mean.data(), var.data());
+  CHECK(max_abs_diff(y, y_ref) < 1e-10);
+  for (int64_t c = 0; c < C; ++c) {
+    CHECK(rm.to_vector<double>()[c] == doctest::Approx(0.75 * rm0[c] + 0.25 * mean[c]).epsilon(1e-12));
+    CHECK(rv.to_vector<double>()[c] ==
+          doctest::Approx(0.75 * rv0[c] + 0.25 * var[c] * P / (P - 1.0)).epsilon(1e-12));
+  }
+}
+
+TEST_CASE("batch_norm eval uses the running statistics and leaves them alone") {
+  const int64_t C = 4;
+  const Tensor x = randn({1, 3, 3, C}, DType::f64, 1);
+  const Tensor gamma = randn({C}, DType::f64, 2), beta = randn({C}, DType::f64, 3);
+  Tensor rm = randn({C}, DType::f64, 4), rv = randn({C}, DType::f64, 5, 0.1, 1.0);
+  const auto rm0 = rm.to_vector<double>();
+  ops::BatchNormOptions opt;
+  opt.training = false;
+  const Tensor y = ops::batch_norm(x, gamma, beta, rm, rv, opt);
+  Tensor y_ref = Tensor::empty(x.shape(), DType::f64);
+  cpu::bn_forward_ref<double, double>(x.data<double>(), 9, C, gamma.data<double>(), beta.data<double>(),
+                                      rm.data<double>(), rv.data<double>(), false, 1e-5, y_ref.data<double>(), nullptr,
+                                      nullptr);
+  CHECK(max_abs_diff(y, y_ref) < 1e-12);
+  CHECK(rm.to_vector<double>() == rm0);
+}
+
+TEST_CASE("batch_norm gradients (train and eval) match finite differences") {
+  const int64_t C = 3;
+  const Tensor x = randn({2, 3, 4, C}, DType::f64, 7, 1.5, 0.3);
+  const Tensor gamma = randn({C}, DType::f64, 8), beta = randn({C}, DType::f64, 9);
+  for (bool training : {true, false}) {
+    CAPTURE(training);
+    Tensor rm = Tensor::zeros({C}, DType::f64), rv = Tensor::full({C}, 2.0, DType::f64);
+    ops::BatchNormOptions opt;
+    opt.training = training;
+    const GradCheckResult r = gradcheck(
+        [&](const std::vector<Tensor>& in) { return ops::batch_norm(in[0], in[1], in[2], rm, rv, opt); },
+        {x, gamma, beta});
+    CHECK_MESSAGE(r.ok, r.report);
+  }
+}
+
+TEST_CASE("batch_norm with a reducer: two identical ranks give the single-rank result") {
+  // A fake all-reduce that behaves as if a second rank held the same batch: doubling every sum
+  // (including the count) must not change the statistics or the gradients.
+  struct Doubling : ops::BatchNormReducer {
+    int calls = 0;
+    void allreduce_sum(std::vector<double>& v) override {
+      ++calls;
+      for (double& d : v) d *= 2;
+    }
+  } reducer;
+  const int64_t C = 5;
+  const Tensor x = randn({2, 2, 3, C}, DType::f64, 1);
+  Tensor g1 = randn({C}, DType::f64, 2), b1 = randn({C}, DType::f64, 3);
+  Tensor g2 = g1.clone(), b2 = b1.clone();
+  Tensor x1 = x.clone(), x2 = x.clone();
+  for (Tensor* t : {&g1, &b1, &g2, &b2, &x1, &x2}) t->set_requires_grad(true);
+  Tensor rm1 = Tensor::zeros({C}, DType::f64), rv1 = Tensor::full({C}, 1.0, DType::f64);
+  Tensor rm2 = rm1.clone(), rv2 = rv1.clone();
+  ops::BatchNormOptions opt;
+  const Tensor y1 = ops::batch_norm(x1, g1, b1, rm1, rv1, opt);
+  opt.reducer = &reducer;
+  const Tensor y2 = ops::batch_norm(x2, g2, b2, rm2, rv2, opt);
+  CHECK(max_abs_diff(y1, y2) < 1e-12);
+  const Tensor dy = randn(y1.shape(), DType::f64, 9);
+  y1.backward(dy);
+  y2.backward(dy);
+  CHECK(reducer.calls == 2);  // forward statistics and backward sums
+  CHECK(max_abs_diff(x1.grad(), x2.grad()) < 1e-12);
+  CHECK(max_abs_diff(g1.grad(), g2.grad()) < 1e-12);
+  // Unbiased variance uses the global count: M = 2P instead of P.
+  CHECK(max_abs_diff(rm1, rm2) < 1e-12);
+  CHECK(rv1.to_vector<double>()[0] != rv2.to_vector<double>()[0]);
+}
+
+TEST_CASE("BatchNorm2d module: names, f32 parameters for half activations, batch counter") {
+  BatchNorm2d bn(8, 0.1);
+  std::vector<std::string> names;
+  for (const auto& p : bn.named_parameters()) names.push_back(p.name);
+  for (const auto& b : bn.named_buffers()) names.push_back(b.name);
+  CHECK(names == std::vector<std::string>{"weight", "bias", "running_mean", "running_var", "num_batches_tracked"});
+  for (DType dt : {DType::f32, DType::f16, DType::bf16}) {
+    const Tensor x = randn({2, 4, 4, 8}, DType::f32, 3, 2.0, 1.0).to(dt);
+    const Tensor y = bn.forward(x);
+    CHECK(y.dtype() == dt);
+    // Normalised output: per-channel mean ~0 and variance ~1 (within the storage precision).
+    const auto v = y.to(DType::f32).to_vector<float>();
+    double s = 0, s2 = 0;
+    for (int64_t p = 0; p < 32; ++p) {
+      s += v[p * 8];
+      s2 += v[p * 8] * v[p * 8];
+    }
+    CHECK(std::abs(s / 32) < 0.02);
+    CHECK(s2 / 32 == doctest::Approx(1.0).epsilon(0.02));
+  }
+  CHECK(bn.num_batches_tracked.item() == 3);
+  bn.eval();
+  bn.forward(randn({1, 2, 2, 8}, DType::f32, 4));
+  CHECK(bn.num_batches_tracked.item() == 3);
+}
