@@ -1,4 +1,6 @@
 // conv2d: forward and backward on the CPU through kernels/cpu/conv2d.h.
+#include <type_traits>
+
 #include "core/autograd.h"
 #include "kernels/cpu/conv2d.h"
 #include "layers/ops.h"
@@ -50,7 +52,9 @@ Tensor conv2d(const Tensor& x_in, const Tensor& w_in, const Tensor& b_in, const 
   Tensor y = Tensor::empty({s.N, s.Ho(), s.Wo(), s.O}, x.dtype(), x.device());
   SEG_DISPATCH(op, x.dtype(), x.device(), (DType::f32, DType::f64), [&](auto tag) {
     using T = SEG_TYPE(tag);
-    cpu::conv2d_forward_direct<T>(s, x.data<T>(), w.data<T>(), b.defined() ? b.data<T>() : nullptr, y.data<T>());
+    const T* bias = b.defined() ? b.data<T>() : nullptr;
+    if constexpr (std::is_same_v<T, float>) cpu::conv2d_forward_f32(s, x.data<T>(), w.data<T>(), bias, y.data<T>());
+    else cpu::conv2d_forward_direct<T>(s, x.data<T>(), w.data<T>(), bias, y.data<T>());
   });
   const bool need_dx = x_in.requires_grad(), need_dw = w_in.requires_grad() || (b_in.defined() && b_in.requires_grad());
   record(op, {x_in, w_in, b_in}, {y},
@@ -60,15 +64,18 @@ Tensor conv2d(const Tensor& x_in, const Tensor& w_in, const Tensor& b_in, const 
            Tensor dx, dw, db;
            SEG_DISPATCH("conv2d", dtype, dy.device(), (DType::f32, DType::f64), [&](auto tag) {
              using T = SEG_TYPE(tag);
+             constexpr bool f32 = std::is_same_v<T, float>;
              if (w.defined()) {
                dx = Tensor::empty({s.N, s.H, s.W, s.C}, dtype);
-               cpu::conv2d_backward_data_direct<T>(s, w.data<T>(), dy.data<T>(), dx.data<T>());
+               if constexpr (f32) cpu::conv2d_backward_data_f32(s, w.data<T>(), dy.data<T>(), dx.data<T>());
+               else cpu::conv2d_backward_data_direct<T>(s, w.data<T>(), dy.data<T>(), dx.data<T>());
              }
              if (x.defined()) {
                dw = Tensor::empty({s.O, s.KH, s.KW, s.Cg()}, dtype);
                if (has_b) db = Tensor::empty({s.O}, dtype);
-               cpu::conv2d_backward_weight_direct<T>(s, x.data<T>(), dy.data<T>(), dw.data<T>(),
-                                                      has_b ? db.data<T>() : nullptr);
+               T* dbias = has_b ? db.data<T>() : nullptr;
+               if constexpr (f32) cpu::conv2d_backward_weight_f32(s, x.data<T>(), dy.data<T>(), dw.data<T>(), dbias);
+               else cpu::conv2d_backward_weight_direct<T>(s, x.data<T>(), dy.data<T>(), dw.data<T>(), dbias);
              }
            });
            return std::vector<Tensor>{dx, dw, db};

@@ -41,6 +41,30 @@ template <class T> void conv2d_forward_ref(const ConvShape& s, const T* x, const
 template <class T>
 void conv2d_backward_ref(const ConvShape& s, const T* x, const T* w, const T* dy, T* dx, T* dw, T* db);
 
+// Implicit-GEMM versions (float only; kernels/cpu/conv2d_gemm.cpp): the fast path for dense and
+// grouped convolutions. Outputs are overwritten.
+void conv2d_forward_gemm(const ConvShape& s, const float* x, const float* w, const float* b, float* y);
+void conv2d_backward_data_gemm(const ConvShape& s, const float* w, const float* dy, float* dx);
+void conv2d_backward_weight_gemm(const ConvShape& s, const float* x, const float* dy, float* dw, float* db);
+
+// Depthwise versions (groups == C == O), float only (kernels/cpu/conv2d_depthwise.cpp).
+bool conv2d_is_depthwise(const ConvShape& s);
+void conv2d_forward_depthwise(const ConvShape& s, const float* x, const float* w, const float* b, float* y);
+void conv2d_backward_data_depthwise(const ConvShape& s, const float* w, const float* dy, float* dx);
+void conv2d_backward_weight_depthwise(const ConvShape& s, const float* x, const float* dy, float* dw, float* db);
+
+// Which implementation conv2d uses for f32 (f64 always runs the direct kernels, the reference for
+// gradient checks). `automatic` picks depthwise or GEMM by shape; the others force one path (tests,
+// benchmarks). Set through set_conv_algo() or the environment variable SEG_CONV_ALGO.
+enum class ConvAlgo { automatic, direct, gemm, depthwise };
+ConvAlgo conv_algo();
+void set_conv_algo(ConvAlgo algo);
+
+// The float32 entry points the conv op calls: the one place that picks the algorithm.
+void conv2d_forward_f32(const ConvShape& s, const float* x, const float* w, const float* b, float* y);
+void conv2d_backward_data_f32(const ConvShape& s, const float* w, const float* dy, float* dx);
+void conv2d_backward_weight_f32(const ConvShape& s, const float* x, const float* dy, float* dw, float* db);
+
 // Direct (vectorised, threaded) versions.
 template <class T> void conv2d_forward_direct(const ConvShape& s, const T* x, const T* w, const T* b, T* y);
 template <class T> void conv2d_backward_data_direct(const ConvShape& s, const T* w, const T* dy, T* dx);

@@ -1,0 +1,232 @@
+#include "kernels/cpu/gemm.h"
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "kernels/common/half.h"
+#include "kernels/cpu/cpu_features.h"
+#include "kernels/cpu/thread_pool.h"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+namespace seg::cpu {
+
+// ------------------------------------------------------------------ packers
+
+template <class T>
+void MatrixPacker<T>::pack(int64_t i0, int64_t rows, int64_t k0, int64_t depth, int64_t mr, float* dst) const {
+  const int64_t panels = (rows + mr - 1) / mr;
+  for (int64_t p = 0; p < panels; ++p) {
+    float* out = dst + p * depth * mr;
+    const int64_t r_end = std::min(mr, rows - p * mr);
+    if (rs_ == 1 && r_end == mr) {
+      // Column-major source (a transposed operand): rows of a panel are contiguous for each k.
+      for (int64_t k = 0; k < depth; ++k) {
+        const T* src = data_ + (i0 + p * mr) + (k0 + k) * cs_;
+        for (int64_t r = 0; r < mr; ++r) out[k * mr + r] = static_cast<float>(src[r]);
+      }
+    } else if (r_end == mr && cs_ == 1) {
+      // Row-major source, full panel: walk k and gather one element from each of the mr rows, so
+      // the writes are contiguous and the mr read streams are sequential (prefetcher-friendly).
+      const T* base = data_ + (i0 + p * mr) * rs_ + k0;
+      for (int64_t k = 0; k < depth; ++k)
+        for (int64_t r = 0; r < mr; ++r) out[k * mr + r] = static_cast<float>(base[r * rs_ + k]);
+    } else {
+      // General strides or a partial panel: one row at a time, zero rows past the end.
+      for (int64_t r = 0; r < mr; ++r) {
+        if (r >= r_end) {
+          for (int64_t k = 0; k < depth; ++k) out[k * mr + r] = 0.0f;
+          continue;
+        }
+        const T* src = data_ + (i0 + p * mr + r) * rs_ + k0 * cs_;
+        for (int64_t k = 0; k < depth; ++k) out[k * mr + r] = static_cast<float>(src[k * cs_]);
+      }
+    }
+  }
+}
+template class MatrixPacker<float>;
+template class MatrixPacker<f16>;
+template class MatrixPacker<bf16>;
+
+namespace {
+
+// ------------------------------------------------------------------ micro-kernels
+// c[r*ldc + j] (+)= sum_k a[k*MR + r] * b[k*NR + j] for a full MR x NR tile.
+
+constexpr int64_t kKC = 256;  // depth of a packed block: a B micro-panel (NR*KC floats) stays in L1/L2
+
+template <int MR, int NR>
+void kernel_scalar(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, bool acc) {
+  float t[MR][NR];
+  for (int r = 0; r < MR; ++r)
+    for (int j = 0; j < NR; ++j) t[r][j] = acc ? c[r * ldc + j] : 0.0f;
+  for (int64_t k = 0; k < kc; ++k)
+    for (int r = 0; r < MR; ++r)
+      for (int j = 0; j < NR; ++j) t[r][j] += a[k * MR + r] * b[k * NR + j];
+  for (int r = 0; r < MR; ++r)
+    for (int j = 0; j < NR; ++j) c[r * ldc + j] = t[r][j];
+}
+
+#if defined(__x86_64__)
+// AVX2: 6 rows x 16 columns = 12 ymm accumulators, 2 ymm of B, one broadcast per row.
+void kernel_avx2(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, bool acc) {
+  constexpr int MR = 6;
+  __m256 c0[MR], c1[MR];
+#pragma GCC unroll 6
+  for (int r = 0; r < MR; ++r) {
+    c0[r] = acc ? _mm256_loadu_ps(c + r * ldc) : _mm256_setzero_ps();
+    c1[r] = acc ? _mm256_loadu_ps(c + r * ldc + 8) : _mm256_setzero_ps();
+  }
+  for (int64_t k = 0; k < kc; ++k) {
+    const __m256 b0 = _mm256_loadu_ps(b + k * 16), b1 = _mm256_loadu_ps(b + k * 16 + 8);
+#pragma GCC unroll 6
+    for (int r = 0; r < MR; ++r) {
+      const __m256 av = _mm256_broadcast_ss(a + k * MR + r);
+      c0[r] = _mm256_fmadd_ps(av, b0, c0[r]);
+      c1[r] = _mm256_fmadd_ps(av, b1, c1[r]);
+    }
+  }
+#pragma GCC unroll 6
+  for (int r = 0; r < MR; ++r) {
+    _mm256_storeu_ps(c + r * ldc, c0[r]);
+    _mm256_storeu_ps(c + r * ldc + 8, c1[r]);
+  }
+}
+
+// AVX-512: 14 rows x 32 columns = 28 zmm accumulators + 2 zmm of B + 1 broadcast = 31 registers.
+SEG_TARGET_AVX512 void kernel_avx512(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, bool acc) {
+  constexpr int MR = 14;
+  __m512 c0[MR], c1[MR];
+#pragma GCC unroll 14
+  for (int r = 0; r < MR; ++r) {
+    c0[r] = acc ? _mm512_loadu_ps(c + r * ldc) : _mm512_setzero_ps();
+    c1[r] = acc ? _mm512_loadu_ps(c + r * ldc + 16) : _mm512_setzero_ps();
+  }
+  for (int64_t k = 0; k < kc; ++k) {
+    const __m512 b0 = _mm512_loadu_ps(b + k * 32), b1 = _mm512_loadu_ps(b + k * 32 + 16);
+#pragma GCC unroll 14
+    for (int r = 0; r < MR; ++r) {
+      const __m512 av = _mm512_set1_ps(a[k * MR + r]);
+      c0[r] = _mm512_fmadd_ps(av, b0, c0[r]);
+      c1[r] = _mm512_fmadd_ps(av, b1, c1[r]);
+    }
+  }
+#pragma GCC unroll 14
+  for (int r = 0; r < MR; ++r) {
+    _mm512_storeu_ps(c + r * ldc, c0[r]);
+    _mm512_storeu_ps(c + r * ldc + 16, c1[r]);
+  }
+}
+#endif
+
+using Kernel = void (*)(int64_t, const float*, const float*, float*, int64_t, bool);
+
+struct KernelChoice {
+  int64_t mr, nr, mc, nc;
+  Kernel fn;
+};
+
+KernelChoice choose_kernel() {
+#if defined(__x86_64__)
+  switch (cpu_isa()) {
+    case CpuIsa::avx512: return {14, 32, 14 * 12, 32 * 32, kernel_avx512};
+    case CpuIsa::avx2: return {6, 16, 6 * 24, 16 * 64, kernel_avx2};
+    case CpuIsa::scalar: break;
+  }
+#endif
+  return {4, 8, 64, 256, kernel_scalar<4, 8>};
+}
+
+// One thread's share: C rows [m0, m1) x columns [n0, n1).
+void gemm_serial(const KernelChoice& kc_, int64_t m0, int64_t m1, int64_t n0, int64_t n1, int64_t K,
+                 const Packer& a, const Packer& bt, float* c, int64_t ldc, bool accumulate) {
+  const int64_t MR = kc_.mr, NR = kc_.nr;
+  thread_local std::vector<float> a_buf, b_buf;
+  a_buf.resize(static_cast<size_t>(kc_.mc * kKC));
+  b_buf.resize(static_cast<size_t>(kc_.nc * kKC));
+  float edge[14 * 32];
+  for (int64_t jc = n0; jc < n1; jc += kc_.nc) {
+    const int64_t nc = std::min(kc_.nc, n1 - jc);
+    for (int64_t pc = 0; pc < K; pc += kKC) {
+      const int64_t kc = std::min(kKC, K - pc);
+      const bool acc = accumulate || pc > 0;
+      bt.pack(jc, nc, pc, kc, NR, b_buf.data());
+      for (int64_t ic = m0; ic < m1; ic += kc_.mc) {
+        const int64_t mc = std::min(kc_.mc, m1 - ic);
+        a.pack(ic, mc, pc, kc, MR, a_buf.data());
+        for (int64_t jr = 0; jr < nc; jr += NR) {
+          const float* bp = b_buf.data() + (jr / NR) * kc * NR;
+          const int64_t nr = std::min(NR, nc - jr);
+          for (int64_t ir = 0; ir < mc; ir += MR) {
+            const float* ap = a_buf.data() + (ir / MR) * kc * MR;
+            const int64_t mr = std::min(MR, mc - ir);
+            float* ct = c + (ic + ir) * ldc + (jc + jr);
+            if (mr == MR && nr == NR) {
+              kc_.fn(kc, ap, bp, ct, ldc, acc);
+            } else {  // edge tile: compute the full tile into a buffer, copy the valid part
+              for (int64_t r = 0; r < mr; ++r)
+                for (int64_t j = 0; j < nr; ++j) edge[r * NR + j] = acc ? ct[r * ldc + j] : 0.0f;
+              kc_.fn(kc, ap, bp, edge, NR, true);
+              for (int64_t r = 0; r < mr; ++r)
+                for (int64_t j = 0; j < nr; ++j) ct[r * ldc + j] = edge[r * NR + j];
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void gemm(const GemmShape& s, const Packer& a, const Packer& bt, float* c, int64_t ldc, bool accumulate, int threads) {
+  if (s.M <= 0 || s.N <= 0) return;
+  if (s.K <= 0) {
+    if (!accumulate)
+      for (int64_t i = 0; i < s.M; ++i) std::memset(c + i * ldc, 0, static_cast<size_t>(s.N) * sizeof(float));
+    return;
+  }
+  const KernelChoice kc = choose_kernel();
+  const int T = std::max(1, threads > 0 ? threads : (in_parallel_region() ? 1 : num_threads()));
+  // Enough work per thread to be worth a wake-up: ~2 MFLOP.
+  const int64_t max_by_work = std::max<int64_t>(1, 2 * s.M * s.N * s.K / (1 << 21));
+  const bool split_m = s.M / kc.mr >= s.N / kc.nr;
+  const int64_t units = split_m ? (s.M + kc.mr - 1) / kc.mr : (s.N + kc.nr - 1) / kc.nr;
+  const int slabs = static_cast<int>(std::min<int64_t>({T, units, max_by_work}));
+  if (slabs <= 1) {
+    gemm_serial(kc, 0, s.M, 0, s.N, s.K, a, bt, c, ldc, accumulate);
+    return;
+  }
+  cpu_pool().run(slabs, [&](int t) {
+    const int64_t u0 = units * t / slabs, u1 = units * (t + 1) / slabs;
+    if (split_m)
+      gemm_serial(kc, u0 * kc.mr, std::min(s.M, u1 * kc.mr), 0, s.N, s.K, a, bt, c, ldc, accumulate);
+    else
+      gemm_serial(kc, 0, s.M, u0 * kc.nr, std::min(s.N, u1 * kc.nr), s.K, a, bt, c, ldc, accumulate);
+  });
+}
+
+void gemm_f32(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda,
+              const float* B, int64_t ldb, float* C, int64_t ldc, bool accumulate) {
+  // A(i,k) = trans_a ? A[k*lda + i] : A[i*lda + k];  Bt(j,k) = B(k,j) = trans_b ? B[j*ldb + k] : B[k*ldb + j]
+  const MatrixPacker<float> pa(A, trans_a ? 1 : lda, trans_a ? lda : 1);
+  const MatrixPacker<float> pb(B, trans_b ? ldb : 1, trans_b ? 1 : ldb);
+  gemm({M, N, K}, pa, pb, C, ldc, accumulate);
+}
+
+void gemm_ref(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda,
+              const float* B, int64_t ldb, float* C, int64_t ldc, bool accumulate) {
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t j = 0; j < N; ++j) {
+      double s = accumulate ? C[i * ldc + j] : 0.0;
+      for (int64_t k = 0; k < K; ++k)
+        s += static_cast<double>(trans_a ? A[k * lda + i] : A[i * lda + k]) *
+             static_cast<double>(trans_b ? B[j * ldb + k] : B[k * ldb + j]);
+      C[i * ldc + j] = static_cast<float>(s);
+    }
+}
+
+}  // namespace seg::cpu

@@ -1,0 +1,72 @@
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "kernels/cpu/cpu_features.h"
+#include "kernels/cpu/gemm.h"
+#include "kernels/cpu/thread_pool.h"
+
+using namespace seg;
+using namespace seg::cpu;
+
+namespace {
+std::vector<float> fill(int64_t n, float a, float b) {
+  std::vector<float> v(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) v[i] = std::sin(a * static_cast<float>(i) + b);
+  return v;
+}
+}  // namespace
+
+TEST_CASE("gemm equals the naive reference for every ISA, transpose and edge size") {
+  const CpuIsa saved = cpu_isa();
+  // Sizes around the tile sizes (14x32, 6x16, 4x8) and the depth block (256).
+  const int64_t shapes[][3] = {{1, 1, 1}, {13, 31, 7}, {14, 32, 256}, {15, 33, 257}, {97, 150, 80},
+                               {200, 17, 600}, {6, 16, 1}, {29, 64, 513}};
+  for (CpuIsa isa : {CpuIsa::scalar, CpuIsa::avx2, CpuIsa::avx512}) {
+    if (isa > cpu_isa_detected()) continue;
+    set_cpu_isa(isa);
+    for (const auto& sh : shapes) {
+      const int64_t M = sh[0], N = sh[1], K = sh[2];
+      for (bool ta : {false, true})
+        for (bool tb : {false, true})
+          for (bool acc : {false, true}) {
+            CAPTURE(cpu_isa_name(isa));
+            CAPTURE(M);
+            CAPTURE(N);
+            CAPTURE(K);
+            CAPTURE(ta);
+            CAPTURE(tb);
+            const int64_t lda = ta ? M + 3 : K + 2, ldb = tb ? K + 1 : N + 5, ldc = N + 4;
+            const auto A = fill((ta ? K : M) * lda, 0.37f, 0.1f), B = fill((tb ? N : K) * ldb, 0.23f, 0.7f);
+            auto C = fill(M * ldc, 0.11f, 0.3f), Cref = C;
+            gemm_f32(ta, tb, M, N, K, A.data(), lda, B.data(), ldb, C.data(), ldc, acc);
+            gemm_ref(ta, tb, M, N, K, A.data(), lda, B.data(), ldb, Cref.data(), ldc, acc);
+            double err = 0;
+            for (int64_t i = 0; i < M; ++i)
+              for (int64_t j = 0; j < N; ++j) err = std::max(err, std::abs(double(C[i * ldc + j]) - Cref[i * ldc + j]));
+            CHECK(err < 1e-5 * std::sqrt(double(K)) + 1e-6);
+            // Padding columns of C beyond N are untouched.
+            for (int64_t i = 0; i < M; ++i) CHECK(C[i * ldc + N] == Cref[i * ldc + N]);
+          }
+    }
+  }
+  set_cpu_isa(saved);
+}
+
+TEST_CASE("gemm results are bit-identical for 1, 2 and 3 threads (K is never split)") {
+  const int64_t M = 300, N = 70, K = 700;
+  const auto A = fill(M * K, 0.01f, 0.0f), B = fill(K * N, 0.02f, 1.0f);
+  std::vector<float> c1(M * N), c2(M * N), c3(M * N);
+  const int saved = num_threads();
+  set_num_threads(1);
+  gemm_f32(false, false, M, N, K, A.data(), K, B.data(), N, c1.data(), N, false);
+  set_num_threads(2);
+  gemm_f32(false, false, M, N, K, A.data(), K, B.data(), N, c2.data(), N, false);
+  set_num_threads(3);
+  gemm_f32(false, false, M, N, K, A.data(), K, B.data(), N, c3.data(), N, false);
+  set_num_threads(saved);
+  CHECK(std::memcmp(c1.data(), c2.data(), c1.size() * sizeof(float)) == 0);
+  CHECK(std::memcmp(c1.data(), c3.data(), c1.size() * sizeof(float)) == 0);
+}
