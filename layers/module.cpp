@@ -60,6 +60,11 @@ void Module::zero_grad() {
   for (const auto& p : named_parameters()) p.tensor->zero_grad();
 }
 
+void Module::visit(const std::function<void(Module&)>& fn) {
+  fn(*this);
+  for (auto& [name, child] : children_) child->visit(fn);
+}
+
 Sequential::Sequential(std::vector<std::shared_ptr<UnaryModule>> layers) {
   for (auto& l : layers) append(std::move(l));
 }

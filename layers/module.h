@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -43,6 +44,9 @@ class Module {
   bool is_training() const { return training_; }
 
   void zero_grad();  // drops every parameter's gradient
+
+  // Calls fn on this module and every descendant, parents first.
+  void visit(const std::function<void(Module&)>& fn);
 
  protected:
   // Registers a field as a parameter: marks it requires_grad and gives it its full name lazily.

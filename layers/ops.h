@@ -13,6 +13,7 @@
 //   ops_softmax.cpp      softmax, log_softmax, argmax_channels
 //   ops_dropout.cpp      dropout2d
 //   ops_concat.cpp       concat_channels
+//   ops_cast.cpp         cast (dtype conversion with a backward)
 //
 // Conventions: activations are [N, H, W, C]; inputs may be non-contiguous (they are made contiguous);
 // outputs are new contiguous tensors on the input's device and dtype. A dtype or device without a
@@ -70,7 +71,8 @@ struct BatchNormOptions {
   BatchNormReducer* reducer = nullptr;
 };
 
-// x [..., C]; gamma, beta, running_mean, running_var [C] in f32 (f64 for f64 x).
+// x [..., C]; gamma, beta, running_mean, running_var [C] in f32 (f64 for f64 x). Half parameters
+// (AMP O3, "pure fp16") are widened to f32 for the arithmetic and the statistics rounded back.
 // Training: normalises with the batch statistics (biased variance + eps) and updates the running
 // statistics in place (unbiased variance, momentum m: r = (1-m) r + m batch). Eval: running statistics.
 //   backward (train): dx = gamma*invstd*(dy - mean(dy) - xhat*mean(dy*xhat)); dgamma = sum(dy*xhat);
@@ -95,6 +97,9 @@ Tensor argmax_channels(const Tensor& x);
 Tensor dropout2d(const Tensor& x, double p, bool training);
 // Concatenation along the channel (last) dimension; backward slices dy.
 Tensor concat_channels(const std::vector<Tensor>& xs);
+
+// x converted to `dtype` (returns x itself when it already has it); dx = dy converted back.
+Tensor cast(const Tensor& x, DType dtype);
 
 // Shared argument checks (used by every op file): a CPU-only op on another device is an Error naming
 // op and device; dtypes outside `allowed` are reported by the dispatcher.

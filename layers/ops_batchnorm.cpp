@@ -26,6 +26,15 @@ Tensor batch_norm(const Tensor& x_in, const Tensor& gamma, const Tensor& beta, T
                   Tensor& running_var, const BatchNormOptions& opt) {
   const char* op = "batch_norm";
   require_cpu(op, x_in);
+  if (is_half(gamma.dtype())) {
+    // Pure-half models (O3): compute with f32 copies of the parameters and statistics, then round
+    // the updated statistics back into the half buffers. Gradients reach gamma/beta through cast.
+    Tensor rm = running_mean.to(DType::f32), rv = running_var.to(DType::f32);
+    Tensor y = batch_norm(x_in, cast(gamma, DType::f32), cast(beta, DType::f32), rm, rv, opt);
+    running_mean.copy_(rm);
+    running_var.copy_(rv);
+    return y;
+  }
   SEG_CHECK(x_in.dim() >= 2, runtime, op, ": input must be [..., C], got ", x_in.str());
   const int64_t C = x_in.size(-1), P = x_in.numel() / C;
   const DType pdt = param_dtype_for(x_in.dtype());

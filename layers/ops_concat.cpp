@@ -1,12 +1,15 @@
 // concat_channels: [N,H,W,C_i] -> [N,H,W,sum C_i]. Each input is copied into a channel slice of the
 // output (a strided copy); backward hands every input its slice of dy.
 #include "core/autograd.h"
+#include "layers/autocast.h"
 #include "layers/ops.h"
 
 namespace seg::ops {
 
-Tensor concat_channels(const std::vector<Tensor>& xs) {
+Tensor concat_channels(const std::vector<Tensor>& xs_arg) {
   const char* op = "concat_channels";
+  std::vector<Tensor> xs = xs_arg;
+  autocast_all(OpClass::concat_add, xs);
   SEG_CHECK(!xs.empty(), runtime, op, ": nothing to concatenate");
   const Tensor& first = xs[0];
   int64_t total = 0;

@@ -3,6 +3,7 @@
 
 #include "core/autograd.h"
 #include "kernels/cpu/conv2d.h"
+#include "layers/autocast.h"
 #include "layers/ops.h"
 
 namespace seg::ops {
@@ -36,9 +37,66 @@ cpu::ConvShape conv_shape(const Tensor& x, const Tensor& w, const Conv2dOptions&
   SEG_CHECK(s.Ho() >= 1 && s.Wo() >= 1, runtime, op, ": input ", x.str(), " is smaller than the kernel window");
   return s;
 }
+
+// The computation for one dtype. f32 runs the fast paths, f64 the direct kernels (the reference
+// for gradient checks); f16/bf16 are widened to f32 for the arithmetic and the result is rounded
+// once to the storage type (a CPU has no faster half arithmetic; the GPU path uses tensor cores).
+Tensor conv_forward(const cpu::ConvShape& s, const Tensor& x, const Tensor& w, const Tensor& b) {
+  if (is_half(x.dtype())) {
+    return conv_forward(s, x.to(DType::f32), w.to(DType::f32), b.defined() ? b.to(DType::f32) : Tensor())
+        .to(x.dtype());
+  }
+  Tensor y = Tensor::empty({s.N, s.Ho(), s.Wo(), s.O}, x.dtype(), x.device());
+  SEG_DISPATCH("conv2d", x.dtype(), x.device(), (DType::f32, DType::f64), [&](auto tag) {
+    using T = SEG_TYPE(tag);
+    const T* bias = b.defined() ? b.data<T>() : nullptr;
+    if constexpr (std::is_same_v<T, float>) cpu::conv2d_forward_f32(s, x.data<T>(), w.data<T>(), bias, y.data<T>());
+    else cpu::conv2d_forward_direct<T>(s, x.data<T>(), w.data<T>(), bias, y.data<T>());
+  });
+  return y;
+}
+
+Tensor conv_backward_data(const cpu::ConvShape& s, const Tensor& w, const Tensor& dy) {
+  if (is_half(w.dtype())) return conv_backward_data(s, w.to(DType::f32), dy.to(DType::f32)).to(w.dtype());
+  Tensor dx = Tensor::empty({s.N, s.H, s.W, s.C}, w.dtype());
+  SEG_DISPATCH("conv2d", w.dtype(), w.device(), (DType::f32, DType::f64), [&](auto tag) {
+    using T = SEG_TYPE(tag);
+    if constexpr (std::is_same_v<T, float>) cpu::conv2d_backward_data_f32(s, w.data<T>(), dy.data<T>(), dx.data<T>());
+    else cpu::conv2d_backward_data_direct<T>(s, w.data<T>(), dy.data<T>(), dx.data<T>());
+  });
+  return dx;
+}
+
+// Returns dw; writes db when has_bias.
+Tensor conv_backward_weight(const cpu::ConvShape& s, const Tensor& x, const Tensor& dy, bool has_bias, Tensor& db) {
+  if (is_half(x.dtype())) {
+    Tensor db32;
+    Tensor dw = conv_backward_weight(s, x.to(DType::f32), dy.to(DType::f32), has_bias, db32).to(x.dtype());
+    if (has_bias) db = db32.to(x.dtype());
+    return dw;
+  }
+  Tensor dw = Tensor::empty({s.O, s.KH, s.KW, s.Cg()}, x.dtype());
+  if (has_bias) db = Tensor::empty({s.O}, x.dtype());
+  SEG_DISPATCH("conv2d", x.dtype(), x.device(), (DType::f32, DType::f64), [&](auto tag) {
+    using T = SEG_TYPE(tag);
+    T* dbias = has_bias ? db.data<T>() : nullptr;
+    if constexpr (std::is_same_v<T, float>) cpu::conv2d_backward_weight_f32(s, x.data<T>(), dy.data<T>(), dw.data<T>(), dbias);
+    else cpu::conv2d_backward_weight_direct<T>(s, x.data<T>(), dy.data<T>(), dw.data<T>(), dbias);
+  });
+  return dw;
+}
+
 }  // namespace
 
-Tensor conv2d(const Tensor& x_in, const Tensor& w_in, const Tensor& b_in, const Conv2dOptions& opt) {
+Tensor conv2d_impl(const Tensor& x_in, const Tensor& w_in, const Tensor& b_in, const Conv2dOptions& opt);
+
+// Under O1 autocast the input, weight and bias are cast to half first (cached per step for weights).
+Tensor conv2d(const Tensor& x, const Tensor& w, const Tensor& b, const Conv2dOptions& opt) {
+  if (!Autocast::active()) return conv2d_impl(x, w, b, opt);
+  return conv2d_impl(autocast(OpClass::conv, x), autocast(OpClass::conv, w), autocast(OpClass::conv, b), opt);
+}
+
+Tensor conv2d_impl(const Tensor& x_in, const Tensor& w_in, const Tensor& b_in, const Conv2dOptions& opt) {
   const char* op = "conv2d";
   require_cpu(op, x_in);
   check_same_device(x_in, w_in, op);
@@ -49,35 +107,16 @@ Tensor conv2d(const Tensor& x_in, const Tensor& w_in, const Tensor& b_in, const 
     SEG_CHECK(b_in.dim() == 1 && b_in.size(0) == s.O && b_in.dtype() == x_in.dtype(), runtime, op, ": bias ",
               b_in.str(), " for ", s.O, " output channels");
   const Tensor x = x_in.contiguous(), w = w_in.contiguous(), b = b_in.defined() ? b_in.contiguous() : Tensor();
-  Tensor y = Tensor::empty({s.N, s.Ho(), s.Wo(), s.O}, x.dtype(), x.device());
-  SEG_DISPATCH(op, x.dtype(), x.device(), (DType::f32, DType::f64), [&](auto tag) {
-    using T = SEG_TYPE(tag);
-    const T* bias = b.defined() ? b.data<T>() : nullptr;
-    if constexpr (std::is_same_v<T, float>) cpu::conv2d_forward_f32(s, x.data<T>(), w.data<T>(), bias, y.data<T>());
-    else cpu::conv2d_forward_direct<T>(s, x.data<T>(), w.data<T>(), bias, y.data<T>());
-  });
+  SEG_DISPATCH(op, x.dtype(), x.device(), (DType::f32, DType::f64, DType::f16, DType::bf16), [](auto) {});
+  Tensor y = conv_forward(s, x, w, b);
   const bool need_dx = x_in.requires_grad(), need_dw = w_in.requires_grad() || (b_in.defined() && b_in.requires_grad());
   record(op, {x_in, w_in, b_in}, {y},
-         [s, x = need_dw ? x.detach() : Tensor(), w = need_dx ? w.detach() : Tensor(), has_b = b_in.defined(),
-          dtype = x.dtype()](const std::vector<Tensor>& g) {
+         [s, x = need_dw ? x.detach() : Tensor(), w = need_dx ? w.detach() : Tensor(), has_b = b_in.defined()](
+             const std::vector<Tensor>& g) {
            const Tensor dy = g[0].contiguous();
            Tensor dx, dw, db;
-           SEG_DISPATCH("conv2d", dtype, dy.device(), (DType::f32, DType::f64), [&](auto tag) {
-             using T = SEG_TYPE(tag);
-             constexpr bool f32 = std::is_same_v<T, float>;
-             if (w.defined()) {
-               dx = Tensor::empty({s.N, s.H, s.W, s.C}, dtype);
-               if constexpr (f32) cpu::conv2d_backward_data_f32(s, w.data<T>(), dy.data<T>(), dx.data<T>());
-               else cpu::conv2d_backward_data_direct<T>(s, w.data<T>(), dy.data<T>(), dx.data<T>());
-             }
-             if (x.defined()) {
-               dw = Tensor::empty({s.O, s.KH, s.KW, s.Cg()}, dtype);
-               if (has_b) db = Tensor::empty({s.O}, dtype);
-               T* dbias = has_b ? db.data<T>() : nullptr;
-               if constexpr (f32) cpu::conv2d_backward_weight_f32(s, x.data<T>(), dy.data<T>(), dw.data<T>(), dbias);
-               else cpu::conv2d_backward_weight_direct<T>(s, x.data<T>(), dy.data<T>(), dw.data<T>(), dbias);
-             }
-           });
+           if (w.defined()) dx = conv_backward_data(s, w, dy);
+           if (x.defined()) dw = conv_backward_weight(s, x, dy, has_b, db);
            return std::vector<Tensor>{dx, dw, db};
          });
   return y;

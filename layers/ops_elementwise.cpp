@@ -1,6 +1,7 @@
 // add, mul, scale, relu, relu6: forward kernels in kernels/cpu/elementwise.h; backward rules below.
 #include "core/autograd.h"
 #include "kernels/cpu/elementwise.h"
+#include "layers/autocast.h"
 #include "layers/ops.h"
 
 namespace seg::ops {
@@ -35,7 +36,10 @@ Tensor binary(const char* op, const Tensor& a_in, const Tensor& b_in, Kernel ker
 }
 }  // namespace
 
-Tensor add(const Tensor& a, const Tensor& b) {
+Tensor add(const Tensor& a_arg, const Tensor& b_arg) {
+  std::vector<Tensor> in{a_arg, b_arg};
+  autocast_all(OpClass::concat_add, in);
+  const Tensor &a = in[0], &b = in[1];
   Tensor out = binary("add", a, b, [](const auto* x, const auto* y, auto* o, int64_t n) { cpu::add(x, y, o, n); });
   record("add", {a, b}, {out}, [](const std::vector<Tensor>& g) { return std::vector<Tensor>{g[0], g[0]}; });
   return out;

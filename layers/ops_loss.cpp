@@ -2,12 +2,14 @@
 // Computed in at least f32 whatever the logits' dtype (DESIGN decision 7: loss in fp32).
 #include "core/autograd.h"
 #include "kernels/cpu/softmax_nll.h"
+#include "layers/autocast.h"
 #include "layers/ops.h"
 
 namespace seg::ops {
 
-Tensor softmax_nll_loss(const Tensor& logits_in, const Tensor& labels_in) {
+Tensor softmax_nll_loss(const Tensor& logits_arg, const Tensor& labels_in) {
   const char* op = "softmax_nll_loss";
+  const Tensor logits_in = autocast(OpClass::loss, logits_arg);
   require_cpu(op, logits_in);
   SEG_CHECK(logits_in.dim() >= 2, runtime, op, ": logits must be [..., C], got ", logits_in.str());
   const int64_t C = logits_in.size(-1);

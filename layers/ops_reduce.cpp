@@ -1,6 +1,7 @@
 // sum and mean over all elements.
 #include "core/autograd.h"
 #include "kernels/cpu/elementwise.h"
+#include "layers/autocast.h"
 #include "layers/ops.h"
 
 namespace seg::ops {
@@ -23,10 +24,10 @@ Tensor reduce_all(const char* op, const Tensor& x_in, double factor) {
 }
 }  // namespace
 
-Tensor sum(const Tensor& x) { return reduce_all("sum", x, 1.0); }
+Tensor sum(const Tensor& x) { return reduce_all("sum", autocast(OpClass::reduction, x), 1.0); }
 Tensor mean(const Tensor& x) {
   SEG_CHECK(x.numel() > 0, runtime, "mean of an empty tensor ", x.str());
-  return reduce_all("mean", x, 1.0 / static_cast<double>(x.numel()));
+  return reduce_all("mean", autocast(OpClass::reduction, x), 1.0 / static_cast<double>(x.numel()));
 }
 
 }  // namespace seg::ops

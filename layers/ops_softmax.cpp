@@ -1,6 +1,7 @@
 // softmax, log_softmax and argmax over channels (kernels/cpu/softmax.h).
 #include "core/autograd.h"
 #include "kernels/cpu/softmax.h"
+#include "layers/autocast.h"
 #include "layers/ops.h"
 
 namespace seg::ops {
@@ -31,8 +32,8 @@ Tensor softmax_impl(const char* op, const Tensor& x_in, bool log) {
 }
 }  // namespace
 
-Tensor softmax(const Tensor& x) { return softmax_impl("softmax", x, false); }
-Tensor log_softmax(const Tensor& x) { return softmax_impl("log_softmax", x, true); }
+Tensor softmax(const Tensor& x) { return softmax_impl("softmax", autocast(OpClass::softmax, x), false); }
+Tensor log_softmax(const Tensor& x) { return softmax_impl("log_softmax", autocast(OpClass::softmax, x), true); }
 
 Tensor argmax_channels(const Tensor& x_in) {
   const char* op = "argmax_channels";

@@ -1,0 +1,31 @@
+// One optimization step under mixed precision, in two calls (so gradient accumulation can run
+// several backward passes between them):
+//
+//   scaled_backward(loss, scaler, accum)   backward with the gradient seed S/accum instead of 1:
+//                                          every gradient comes out multiplied by the loss scale S
+//   unscale_and_step(scaler, optimizers)   one fused unscale + inf/NaN check per optimizer; if any
+//                                          gradient anywhere overflowed, no optimizer steps, the
+//                                          scale is backed off and the outcome says so; else all step
+//
+// Both optimizers of upstream's training (encoder, decoder) share the scaler and skip together.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/loss_scaler.h"
+#include "core/optim.h"
+#include "core/tensor.h"
+
+namespace seg {
+
+void scaled_backward(const Tensor& loss, const LossScaler& scaler, int accum_steps = 1);
+
+struct StepOutcome {
+  bool stepped = true;
+  double scale_used = 1.0;  // the scale the gradients were computed with
+  std::string message;      // Apex-style overflow message when skipped
+};
+StepOutcome unscale_and_step(LossScaler& scaler, const std::vector<SGD*>& optimizers);
+
+}  // namespace seg
