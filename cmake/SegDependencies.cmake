@@ -12,7 +12,7 @@ if(SEG_BUILD_TESTS)
   find_package(doctest REQUIRED)
 endif()
 
-find_package(yaml-cpp QUIET)
+find_package(yaml-cpp REQUIRED)  # upstream YAML configs, read unchanged
 
 if(SEG_MPI)
   find_package(MPI REQUIRED COMPONENTS CXX)
