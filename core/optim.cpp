@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "core/profiler.h"
 #include "kernels/cpu/amp.h"
 #include "kernels/cpu/sgd.h"
 
@@ -21,6 +22,7 @@ SGD::SGD(std::vector<ParamGroup> groups, double lr, double momentum, bool master
 }
 
 bool SGD::unscale_grads(double inv_scale) {
+  SEG_PROFILE("unscale_grads", "step", nlohmann::json::object());
   const float inv = static_cast<float>(inv_scale);
   bool found_inf = false;
   size_t i = 0;
@@ -52,6 +54,7 @@ bool SGD::unscale_grads(double inv_scale) {
 }
 
 void SGD::step() {
+  SEG_PROFILE("sgd", "step", {{"master_weights", master_weights_}});
   size_t i = 0;
   for (const auto& group : groups_) {
     for (const Tensor& p_const : group.params) {

@@ -23,6 +23,9 @@
 #include <cstdint>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
+#include "core/profiler.h"
 #include "core/tensor.h"
 
 namespace seg::ops {
@@ -100,6 +103,9 @@ Tensor concat_channels(const std::vector<Tensor>& xs);
 
 // x converted to `dtype` (returns x itself when it already has it); dx = dy converted back.
 Tensor cast(const Tensor& x, DType dtype);
+
+// The profiler's description of a tensor: its shape and dtype.
+nlohmann::json prof_tensor(const Tensor& t);
 
 // Shared argument checks (used by every op file): a CPU-only op on another device is an Error naming
 // op and device; dtypes outside `allowed` are reported by the dispatcher.

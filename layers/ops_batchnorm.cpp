@@ -44,6 +44,7 @@ Tensor batch_norm(const Tensor& x_in, const Tensor& gamma, const Tensor& beta, T
     check_dtype(*t, pdt, op, "parameters and statistics");
   }
   const Tensor x = x_in.contiguous();
+  SEG_PROFILE(op, "forward", {{"x", prof_tensor(x)}, {"training", opt.training}});
   Tensor y = Tensor::empty(x.shape(), x.dtype(), x.device());
   Tensor mean_t = Tensor::empty({C}, pdt), invstd_t = Tensor::empty({C}, pdt);
 
@@ -90,6 +91,7 @@ Tensor batch_norm(const Tensor& x_in, const Tensor& gamma, const Tensor& beta, T
   record(op, {x_in, gamma, beta}, {y},
          [x, gamma = gamma.detach(), mean_t, invstd_t, training = opt.training, reducer = opt.reducer, P,
           C](const std::vector<Tensor>& grads) {
+           SEG_PROFILE("batch_norm", "backward", {{"x", prof_tensor(x)}, {"training", training}});
            const Tensor dy = grads[0].contiguous();
            Tensor dx = Tensor::empty(x.shape(), x.dtype(), x.device());
            Tensor dgamma = Tensor::empty({C}, gamma.dtype()), dbeta = Tensor::empty({C}, gamma.dtype());

@@ -22,6 +22,11 @@ Tensor concat_channels(const std::vector<Tensor>& xs_arg) {
                 " outside the channel dimension");
     total += x.size(-1);
   }
+  SEG_PROFILE(op, "forward", [&] {
+    nlohmann::json list = nlohmann::json::array();
+    for (const Tensor& x : xs) list.push_back(prof_tensor(x));
+    return nlohmann::json{{"xs", list}};
+  }());
   Shape shape = first.shape();
   shape[shape.size() - 1] = total;
   Tensor out = Tensor::empty(shape, first.dtype());

@@ -107,12 +107,17 @@ Tensor conv2d_impl(const Tensor& x_in, const Tensor& w_in, const Tensor& b_in, c
     SEG_CHECK(b_in.dim() == 1 && b_in.size(0) == s.O && b_in.dtype() == x_in.dtype(), runtime, op, ": bias ",
               b_in.str(), " for ", s.O, " output channels");
   const Tensor x = x_in.contiguous(), w = w_in.contiguous(), b = b_in.defined() ? b_in.contiguous() : Tensor();
+  const nlohmann::json args = {{"x", prof_tensor(x)}, {"w", w.shape().vec()}, {"stride", opt.stride_h},
+                               {"pad", opt.pad_h}, {"dilation", opt.dil_h}, {"groups", opt.groups},
+                               {"bias", b.defined()}};
+  SEG_PROFILE(op, "forward", args);
   SEG_DISPATCH(op, x.dtype(), x.device(), (DType::f32, DType::f64, DType::f16, DType::bf16), [](auto) {});
   Tensor y = conv_forward(s, x, w, b);
   const bool need_dx = x_in.requires_grad(), need_dw = w_in.requires_grad() || (b_in.defined() && b_in.requires_grad());
   record(op, {x_in, w_in, b_in}, {y},
-         [s, x = need_dw ? x.detach() : Tensor(), w = need_dx ? w.detach() : Tensor(), has_b = b_in.defined()](
+         [s, x = need_dw ? x.detach() : Tensor(), w = need_dx ? w.detach() : Tensor(), has_b = b_in.defined(), args](
              const std::vector<Tensor>& g) {
+           SEG_PROFILE("conv2d", "backward", args);
            const Tensor dy = g[0].contiguous();
            Tensor dx, dw, db;
            if (w.defined()) dx = conv_backward_data(s, w, dy);

@@ -13,6 +13,7 @@ Tensor dropout2d(const Tensor& x_in, double p, bool training) {
   require_cpu(op, x_in);
   SEG_CHECK(x_in.dim() == 4, runtime, op, ": input must be [N,H,W,C], got ", x_in.str());
   const int64_t N = x_in.size(0), HW = x_in.size(1) * x_in.size(2), C = x_in.size(3);
+  SEG_PROFILE(op, "forward", {{"x", prof_tensor(x_in)}, {"p", p}});
   Tensor mask = Tensor::empty({N, C}, DType::u8);
   cpu::dropout2d_mask(global_key(RngPurpose::dropout), next_stream(RngPurpose::dropout), N, C, p,
                       mask.data<uint8_t>());

@@ -15,6 +15,10 @@ void require_cpu(const char* op, const Tensor& t) {
         .with("device", t.device().str());
 }
 
+nlohmann::json prof_tensor(const Tensor& t) {
+  return t.defined() ? nlohmann::json{{"shape", t.shape().vec()}, {"dtype", dtype_name(t.dtype())}} : nlohmann::json();
+}
+
 void require_same_shape(const char* op, const Tensor& a, const Tensor& b) {
   if (a.shape() != b.shape() || a.dtype() != b.dtype())
     throw Error(ErrorKind::runtime, str(op, ": operands differ: ", a.str(), " and ", b.str())).op(op);
@@ -40,6 +44,7 @@ Tensor add(const Tensor& a_arg, const Tensor& b_arg) {
   std::vector<Tensor> in{a_arg, b_arg};
   autocast_all(OpClass::concat_add, in);
   const Tensor &a = in[0], &b = in[1];
+  SEG_PROFILE("add", "forward", {{"x", prof_tensor(a)}});
   Tensor out = binary("add", a, b, [](const auto* x, const auto* y, auto* o, int64_t n) { cpu::add(x, y, o, n); });
   record("add", {a, b}, {out}, [](const std::vector<Tensor>& g) { return std::vector<Tensor>{g[0], g[0]}; });
   return out;
@@ -70,6 +75,7 @@ Tensor scale(const Tensor& a_in, double s) {
 namespace {
 Tensor relu_impl(const char* op, const Tensor& x_in, bool six) {
   require_cpu(op, x_in);
+  SEG_PROFILE(op, "forward", {{"x", prof_tensor(x_in)}});
   const Tensor x = x_in.contiguous();
   Tensor y = Tensor::empty(x.shape(), x.dtype(), x.device());
   SEG_DISPATCH(op, x.dtype(), x.device(), SEG_FLOAT_DTYPES, [&](auto tag) {
@@ -78,6 +84,7 @@ Tensor relu_impl(const char* op, const Tensor& x_in, bool six) {
   });
   // Backward needs only where the input was positive (and below 6): saved as the input itself.
   record(op, {x_in}, {y}, [op, x = x.detach(), six](const std::vector<Tensor>& g) {
+    SEG_PROFILE(op, "backward", {{"x", prof_tensor(x)}});
     const Tensor dy = g[0].contiguous();
     Tensor dx = Tensor::empty(x.shape(), x.dtype(), x.device());
     SEG_DISPATCH(op, x.dtype(), x.device(), SEG_FLOAT_DTYPES, [&](auto tag) {

@@ -19,6 +19,7 @@ Tensor softmax_nll_loss(const Tensor& logits_arg, const Tensor& labels_in) {
   check_dtype(labels_in, DType::i32, op, "labels");
   // Halves are computed in f32; f32 and f64 in their own precision.
   const DType compute = logits_in.dtype() == DType::f64 ? DType::f64 : DType::f32;
+  SEG_PROFILE(op, "forward", {{"x", prof_tensor(logits_in)}});
   const Tensor logits = logits_in.to(compute).contiguous();
   const Tensor labels = labels_in.contiguous();
   Tensor lse = Tensor::empty(Shape{P}, compute);
@@ -38,6 +39,7 @@ Tensor softmax_nll_loss(const Tensor& logits_arg, const Tensor& labels_in) {
   record(op, {logits_in}, {out},
          [logits, labels, lse, P, C, valid, in_dtype = logits_in.dtype(), shape = logits_in.shape()](
              const std::vector<Tensor>& g) {
+           SEG_PROFILE("softmax_nll_loss", "backward", {{"x", prof_tensor(logits)}});
            Tensor d = Tensor::empty(logits.shape(), logits.dtype());
            const double k = valid > 0 ? g[0].item() / static_cast<double>(valid) : 0.0;
            SEG_DISPATCH("softmax_nll_loss", logits.dtype(), logits.device(), (DType::f32, DType::f64), [&](auto tag) {

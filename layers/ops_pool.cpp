@@ -18,6 +18,7 @@ Tensor max_pool2d(const Tensor& x_in, int64_t kernel, int64_t stride, int64_t pa
   s.kernel = kernel, s.stride = stride, s.pad = padding;
   SEG_CHECK(s.Ho() >= 1 && s.Wo() >= 1, runtime, op, ": input ", x_in.str(), " smaller than the window");
   const Tensor x = x_in.contiguous();
+  SEG_PROFILE(op, "forward", {{"x", prof_tensor(x)}, {"kernel", kernel}, {"stride", stride}, {"pad", padding}});
   Tensor y = Tensor::empty({s.N, s.Ho(), s.Wo(), s.C}, x.dtype());
   Tensor argmax = Tensor::empty(y.shape(), DType::i32);
   SEG_DISPATCH(op, x.dtype(), x.device(), SEG_FLOAT_DTYPES, [&](auto tag) {
@@ -25,6 +26,9 @@ Tensor max_pool2d(const Tensor& x_in, int64_t kernel, int64_t stride, int64_t pa
     cpu::maxpool2d_forward<T>(s, x.data<T>(), y.data<T>(), argmax.data<int32_t>());
   });
   record(op, {x_in}, {y}, [s, argmax, dtype = x.dtype()](const std::vector<Tensor>& g) {
+    SEG_PROFILE("max_pool2d", "backward",
+                {{"x", {{"shape", {s.N, s.H, s.W, s.C}}, {"dtype", dtype_name(dtype)}}}, {"kernel", s.kernel},
+                 {"stride", s.stride}, {"pad", s.pad}});
     const Tensor dy = g[0].contiguous();
     Tensor dx = Tensor::empty({s.N, s.H, s.W, s.C}, dtype);
     SEG_DISPATCH("max_pool2d", dtype, dy.device(), SEG_FLOAT_DTYPES, [&](auto tag) {
@@ -43,12 +47,15 @@ Tensor adaptive_avg_pool2d(const Tensor& x_in, int64_t out_h, int64_t out_w) {
             out_w);
   const int64_t N = x_in.size(0), H = x_in.size(1), W = x_in.size(2), C = x_in.size(3);
   const Tensor x = x_in.contiguous();
+  SEG_PROFILE(op, "forward", {{"x", prof_tensor(x)}, {"out", {out_h, out_w}}});
   Tensor y = Tensor::empty({N, out_h, out_w, C}, x.dtype());
   SEG_DISPATCH(op, x.dtype(), x.device(), SEG_FLOAT_DTYPES, [&](auto tag) {
     using T = SEG_TYPE(tag);
     cpu::adaptive_avgpool2d_forward<T>(x.data<T>(), N, H, W, C, out_h, out_w, y.data<T>());
   });
   record(op, {x_in}, {y}, [N, H, W, C, out_h, out_w, dtype = x.dtype()](const std::vector<Tensor>& g) {
+    SEG_PROFILE("adaptive_avg_pool2d", "backward",
+                {{"x", {{"shape", {N, H, W, C}}, {"dtype", dtype_name(dtype)}}}, {"out", {out_h, out_w}}});
     const Tensor dy = g[0].contiguous();
     Tensor dx = Tensor::empty({N, H, W, C}, dtype);
     SEG_DISPATCH("adaptive_avg_pool2d", dtype, dy.device(), SEG_FLOAT_DTYPES, [&](auto tag) {

@@ -20,12 +20,15 @@ Tensor resize_bilinear(const Tensor& x_in, int64_t out_h, int64_t out_w) {
     return y;
   }
   const Tensor x = x_in.contiguous();
+  SEG_PROFILE(op, "forward", {{"x", prof_tensor(x)}, {"out", {out_h, out_w}}});
   Tensor y = Tensor::empty({s.N, out_h, out_w, s.C}, x.dtype());
   SEG_DISPATCH(op, x.dtype(), x.device(), (DType::f32, DType::f64, DType::f16, DType::bf16), [&](auto tag) {
     using T = SEG_TYPE(tag);
     cpu::resize_bilinear_forward<T>(s, x.data<T>(), y.data<T>());
   });
   record(op, {x_in}, {y}, [s, dtype = x.dtype()](const std::vector<Tensor>& g) {
+    SEG_PROFILE("resize_bilinear", "backward",
+                {{"x", {{"shape", {s.N, s.H, s.W, s.C}}, {"dtype", dtype_name(dtype)}}}, {"out", {s.Ho, s.Wo}}});
     const Tensor dy = g[0].contiguous();
     Tensor dx = Tensor::empty({s.N, s.H, s.W, s.C}, dtype);
     SEG_DISPATCH("resize_bilinear", dtype, dy.device(), (DType::f32, DType::f64, DType::f16, DType::bf16),

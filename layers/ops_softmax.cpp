@@ -14,12 +14,14 @@ Tensor softmax_impl(const char* op, const Tensor& x_in, bool log) {
   SEG_CHECK(x_in.dim() >= 1 && x_in.numel() > 0, runtime, op, ": empty input ", x_in.str());
   const int64_t C = x_in.size(-1), P = x_in.numel() / C;
   const Tensor x = x_in.contiguous();
+  SEG_PROFILE(op, "forward", {{"x", prof_tensor(x)}});
   Tensor y = Tensor::empty(x.shape(), x.dtype());
   SEG_DISPATCH(op, x.dtype(), x.device(), SEG_FLOAT_DTYPES, [&](auto tag) {
     using T = SEG_TYPE(tag);
     cpu::softmax_forward<T>(x.data<T>(), P, C, y.data<T>(), log);
   });
   record(op, {x_in}, {y}, [op, y = y.detach(), P, C, log](const std::vector<Tensor>& g) {
+    SEG_PROFILE(op, "backward", {{"x", prof_tensor(y)}});
     const Tensor dy = g[0].contiguous();
     Tensor dx = Tensor::empty(y.shape(), y.dtype());
     SEG_DISPATCH(op, y.dtype(), y.device(), SEG_FLOAT_DTYPES, [&](auto tag) {
