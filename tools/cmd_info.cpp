@@ -1,7 +1,9 @@
 // segtrain info: what this binary was built with and what it can run on.
 #include <cstdio>
 
+#include "core/amp_policy.h"
 #include "core/device.h"
+#include "core/error.h"
 #include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/thread_pool.h"
 #include "tools/cli.h"
@@ -10,10 +12,19 @@ namespace seg::cli {
 
 int cmd_info(const Args& args) {
   if (wants_help(args)) {
-    std::printf("usage: segtrain info\n\nPrints the build configuration (CUDA, simulator, cuDNN, NCCL, MPI),\n"
-                "the CPU features in use, the thread count and the CUDA devices found.\n\n"
-                "example:\n  segtrain info\n");
+    std::printf("usage: segtrain info [--amp]\n\nPrints the build configuration (CUDA, simulator, cuDNN, NCCL, MPI),\n"
+                "the CPU features in use, the thread count and the CUDA devices found.\n"
+                "--amp prints the mixed-precision policy table of all four levels.\n\n"
+                "examples:\n  segtrain info\n  segtrain info --amp\n");
     return 0;
+  }
+  for (const auto& a : args) {
+    if (a == "--amp") {
+      std::printf("mixed-precision policy (what each op computes in, per level; see docs/mixed-precision.md)\n\n%s",
+                  amp_policy_overview().c_str());
+      return 0;
+    }
+    throw Error(ErrorKind::usage, "segtrain info: unknown option '" + a + "'").hint("see segtrain info --help");
   }
   auto yes = [](bool b) { return b ? "yes" : "no"; };
   std::printf("segtrain %s (%s build)\n", SEG_VERSION, SEG_BUILD_TYPE);
