@@ -131,6 +131,22 @@ Tensor Tensor::view(const Shape& shape) const {
   return Tensor(std::move(impl));
 }
 
+Tensor Tensor::permute(const std::vector<int>& dims) const {
+  check_defined("permute");
+  SEG_CHECK(static_cast<int>(dims.size()) == dim(), runtime, "permute: ", dims.size(), " dims for ", str());
+  std::vector<bool> seen(dims.size(), false);
+  auto impl = std::make_shared<TensorImpl>(*impl_);
+  impl->autograd = nullptr;
+  for (size_t d = 0; d < dims.size(); ++d) {
+    SEG_CHECK(dims[d] >= 0 && dims[d] < dim() && !seen[static_cast<size_t>(dims[d])], runtime,
+              "permute: bad dimension order for ", str());
+    seen[static_cast<size_t>(dims[d])] = true;
+    impl->shape[static_cast<int>(d)] = impl_->shape[dims[d]];
+    impl->strides[static_cast<int>(d)] = impl_->strides[dims[d]];
+  }
+  return Tensor(std::move(impl));
+}
+
 Tensor Tensor::reshape(const Shape& shape) const { return is_contiguous() ? view(shape) : contiguous().view(shape); }
 
 Tensor Tensor::contiguous() const {

@@ -74,6 +74,7 @@ class Tensor {
   Tensor channels(int64_t start, int64_t end) const { return slice(-1, start, end); }
   Tensor view(const Shape& shape) const;     // same elements, new shape; needs contiguous
   Tensor reshape(const Shape& shape) const;  // view if contiguous, else a contiguous copy
+  Tensor permute(const std::vector<int>& dims) const;  // view with dimension d of the result = dims[d]
 
   // ---- copies ----
   Tensor contiguous() const;  // this if already contiguous

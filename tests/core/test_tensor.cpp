@@ -94,6 +94,19 @@ TEST_CASE("slice, view and reshape") {
   CHECK(x.size(-1) == 6);
 }
 
+TEST_CASE("permute is a strided view; contiguous() materialises it (NHWC -> NCHW)") {
+  Tensor x = iota({1, 2, 3, 4});  // [N, H, W, C]
+  Tensor nchw = x.permute({0, 3, 1, 2});
+  CHECK(nchw.shape() == Shape{1, 4, 2, 3});
+  CHECK_FALSE(nchw.is_contiguous());
+  const auto v = nchw.contiguous().to_vector<float>();
+  // element (n, c, h, w) = x[n, h, w, c] = ((h * 3) + w) * 4 + c
+  for (int c = 0; c < 4; ++c)
+    for (int h = 0; h < 2; ++h)
+      for (int w = 0; w < 3; ++w) CHECK(v[(c * 2 + h) * 3 + w] == static_cast<float>((h * 3 + w) * 4 + c));
+  CHECK_THROWS_AS(x.permute({0, 1, 1, 2}), Error);
+}
+
 TEST_CASE("data<T>() refuses the wrong type, naming both dtypes") {
   Tensor x = Tensor::zeros({2}, DType::f16);
   CHECK_NOTHROW(x.data<f16>());
