@@ -8,6 +8,7 @@ namespace seg::cli {
 
 const std::vector<Command>& commands() {
   static const std::vector<Command> list = {
+      {"data", "check a dataset list, generate the synthetic dataset", cmd_data},
       {"demo", "train a small model on generated data, evaluate it, write predictions", cmd_demo},
       {"info", "build configuration, devices, CPU features", cmd_info},
   };

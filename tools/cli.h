@@ -22,5 +22,6 @@ bool wants_help(const Args& args);  // -h / --help anywhere
 
 int cmd_info(const Args& args);
 int cmd_demo(const Args& args);
+int cmd_data(const Args& args);
 
 }  // namespace seg::cli

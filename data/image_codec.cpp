@@ -1,0 +1,109 @@
+#include "data/image_codec.h"
+
+#include <cstring>
+#include <limits>
+
+#include <stb/stb_image.h>
+#include <stb/stb_image_write.h>
+
+#include "core/error.h"
+#include "data/file_io.h"
+
+namespace seg::data {
+
+namespace {
+
+// stb_image's failure reason is thread-local, so concurrent loader workers each see their own.
+Error decode_error(const std::string& path, const char* what) {
+  const char* reason = stbi_failure_reason();
+  return Error(ErrorKind::data, str("cannot decode ", what, " file (", reason ? reason : "unknown format", ")"))
+      .file(path)
+      .hint("the file is corrupt or not a JPEG/PNG/BMP image; re-export it or remove it from the list");
+}
+
+int checked_size(size_t n, const std::string& path) {
+  if (n > static_cast<size_t>(std::numeric_limits<int>::max()))
+    throw Error(ErrorKind::data, "file too large to decode").file(path);
+  return static_cast<int>(n);
+}
+
+// Decodes with stb and copies into an Image with `channels` channels.
+Image decode(const std::vector<uint8_t>& bytes, const std::string& path, int channels, const char* what) {
+  int w = 0, h = 0, file_channels = 0;
+  const int size = checked_size(bytes.size(), path);
+  stbi_uc* pixels = stbi_load_from_memory(bytes.data(), size, &w, &h, &file_channels, channels);
+  if (!pixels) throw decode_error(path, what);
+  Image image(w, h, channels);
+  std::memcpy(image.pixels.data(), pixels, image.pixels.size());
+  stbi_image_free(pixels);
+  return image;
+}
+
+void append_bytes(void* context, void* data, int size) {
+  auto* out = static_cast<std::vector<uint8_t>*>(context);
+  const auto* p = static_cast<const uint8_t*>(data);
+  out->insert(out->end(), p, p + size);
+}
+
+void check_encodable(const Image& image, const char* format) {
+  SEG_CHECK(image.width > 0 && image.height > 0 && (image.channels == 1 || image.channels == 3), runtime,
+            "cannot encode a ", image.width, "x", image.height, "x", image.channels, " image as ", format);
+}
+
+}  // namespace
+
+Image decode_image_rgb(const std::vector<uint8_t>& bytes, const std::string& path) {
+  return decode(bytes, path, 3, "image");
+}
+
+Image decode_label(const std::vector<uint8_t>& bytes, const std::string& path) {
+  // Check the file's own format first: stb would happily convert a palette or RGB PNG to grey.
+  int w = 0, h = 0, file_channels = 0;
+  const int size = checked_size(bytes.size(), path);
+  if (!stbi_info_from_memory(bytes.data(), size, &w, &h, &file_channels)) throw decode_error(path, "label");
+  if (file_channels != 1 || stbi_is_16_bit_from_memory(bytes.data(), size)) {
+    const bool sixteen = stbi_is_16_bit_from_memory(bytes.data(), size);
+    throw Error(ErrorKind::data,
+                str("label image must be 8-bit single-channel (PIL mode \"L\"), this one is ",
+                    sixteen ? "16-bit" : str(file_channels, "-channel"),
+                    file_channels >= 3 ? " (RGB or palette colours, not class indices)" : ""))
+        .file(path)
+        .hint("labels hold class indices 0..num_class (0 = unlabeled); convert coloured masks to indices first");
+  }
+  return decode(bytes, path, 1, "label");
+}
+
+Image load_image_rgb(const std::string& path) { return decode_image_rgb(read_file_bytes(path, "image"), path); }
+
+Image load_label(const std::string& path) { return decode_label(read_file_bytes(path, "label"), path); }
+
+std::vector<uint8_t> encode_png(const Image& image) {
+  check_encodable(image, "PNG");
+  std::vector<uint8_t> out;
+  const int ok = stbi_write_png_to_func(append_bytes, &out, image.width, image.height, image.channels,
+                                        image.pixels.data(), static_cast<int>(image.row_bytes()));
+  SEG_CHECK(ok, runtime, "PNG encoding failed");
+  return out;
+}
+
+std::vector<uint8_t> encode_jpeg(const Image& image, int quality) {
+  check_encodable(image, "JPEG");
+  SEG_CHECK(quality >= 1 && quality <= 100, usage, "JPEG quality must be 1..100, got ", quality);
+  std::vector<uint8_t> out;
+  const int ok = stbi_write_jpg_to_func(append_bytes, &out, image.width, image.height, image.channels,
+                                        image.pixels.data(), quality);
+  SEG_CHECK(ok, runtime, "JPEG encoding failed");
+  return out;
+}
+
+void save_png(const std::string& path, const Image& image) {
+  const std::vector<uint8_t> bytes = encode_png(image);
+  write_file_atomic(path, bytes.data(), bytes.size());
+}
+
+void save_jpeg(const std::string& path, const Image& image, int quality) {
+  const std::vector<uint8_t> bytes = encode_jpeg(image, quality);
+  write_file_atomic(path, bytes.data(), bytes.size());
+}
+
+}  // namespace seg::data
