@@ -54,20 +54,38 @@ Tensor batch_norm(const Tensor& x_in, const Tensor& gamma, const Tensor& beta, T
     A* mean = mean_t.data<A>();
     A* invstd = invstd_t.data<A>();
     if (opt.training) {
-      std::vector<double> stats(static_cast<size_t>(2 * C + 1));
-      cpu::bn_channel_sums<T>(x.data<T>(), P, C, stats.data(), stats.data() + C);
-      stats[static_cast<size_t>(2 * C)] = static_cast<double>(P);
-      if (opt.reducer) opt.reducer->allreduce_sum(stats);  // SyncBN: global sums
-      const double M = stats[static_cast<size_t>(2 * C)];
-      SEG_CHECK(M > 1, runtime, op, ": training needs more than one value per channel, got input ", x.str());
+      std::vector<double> mu(static_cast<size_t>(C)), m2(static_cast<size_t>(C));
+      cpu::bn_channel_moments<T>(x.data<T>(), P, C, mu.data(), m2.data());
+      double M = static_cast<double>(P);
+      if (opt.reducer) {
+        // SyncBN in two small all-reduces that keep the precision of the local moments:
+        // (1) sums n*mean and the count -> the global mean; (2) each rank's squared deviations from
+        // the global mean, M2_r + n_r*(mean_r - mean)^2 -> the global M2.
+        std::vector<double> first(static_cast<size_t>(C + 1));
+        for (int64_t c = 0; c < C; ++c) first[c] = mu[c] * static_cast<double>(P);
+        first[static_cast<size_t>(C)] = static_cast<double>(P);
+        opt.reducer->allreduce_sum(first);
+        M = first[static_cast<size_t>(C)];
+        std::vector<double> second(static_cast<size_t>(C));
+        for (int64_t c = 0; c < C; ++c) {
+          const double global = first[c] / M, d = mu[c] - global;
+          second[c] = m2[c] + static_cast<double>(P) * d * d;
+          mu[c] = global;
+        }
+        opt.reducer->allreduce_sum(second);
+        m2 = second;
+      }
+      if (!(M > 1))
+        throw Error(ErrorKind::usage, str(op, ": training needs more than one value per channel, got input ", x.str()))
+            .op(op)
+            .hint("a 1x1 feature map (PPM's pool scale 1, or a tiny image) needs TRAIN.batch_size_per_gpu >= 2");
       A* rm = running_mean.data<A>();
       A* rv = running_var.data<A>();
       for (int64_t c = 0; c < C; ++c) {
-        const double mu = stats[c] / M;
-        const double var = std::max(0.0, stats[C + c] / M - mu * mu);
-        mean[c] = static_cast<A>(mu);
+        const double var = m2[c] / M;
+        mean[c] = static_cast<A>(mu[c]);
         invstd[c] = static_cast<A>(1.0 / std::sqrt(var + opt.eps));
-        rm[c] = static_cast<A>((1.0 - opt.momentum) * rm[c] + opt.momentum * mu);
+        rm[c] = static_cast<A>((1.0 - opt.momentum) * rm[c] + opt.momentum * mu[c]);
         rv[c] = static_cast<A>((1.0 - opt.momentum) * rv[c] + opt.momentum * var * M / (M - 1.0));
       }
     } else {
@@ -78,14 +96,10 @@ Tensor batch_norm(const Tensor& x_in, const Tensor& gamma, const Tensor& beta, T
         invstd[c] = static_cast<A>(1.0 / std::sqrt(static_cast<double>(rv[c]) + opt.eps));
       }
     }
-    std::vector<A> scale(static_cast<size_t>(C)), shift(static_cast<size_t>(C));
+    std::vector<A> scale(static_cast<size_t>(C));
     const A* g = gamma.data<A>();
-    const A* b = beta.data<A>();
-    for (int64_t c = 0; c < C; ++c) {
-      scale[c] = g[c] * invstd[c];
-      shift[c] = b[c] - mean[c] * scale[c];
-    }
-    cpu::bn_apply<T, A>(x.data<T>(), P, C, scale.data(), shift.data(), y.data<T>());
+    for (int64_t c = 0; c < C; ++c) scale[c] = g[c] * invstd[c];
+    cpu::bn_apply<T, A>(x.data<T>(), P, C, mean, scale.data(), beta.data<A>(), y.data<T>());
   });
 
   record(op, {x_in, gamma, beta}, {y},
@@ -121,11 +135,10 @@ Tensor batch_norm(const Tensor& x_in, const Tensor& gamma, const Tensor& beta, T
                             if (training) {
                               const double sdy = sums[c], sdyx = sums[C + c];
                               k2[c] = static_cast<A>(-static_cast<double>(k1[c]) * invstd[c] * sdyx / M);
-                              k3[c] = static_cast<A>(-static_cast<double>(k1[c]) * sdy / M -
-                                                     static_cast<double>(k2[c]) * mean[c]);
+                              k3[c] = static_cast<A>(-static_cast<double>(k1[c]) * sdy / M);
                             }
                           }
-                          cpu::bn_backward_dx<T, A>(x.data<T>(), dy.data<T>(), P, C, k1.data(), k2.data(), k3.data(),
+                          cpu::bn_backward_dx<T, A>(x.data<T>(), dy.data<T>(), P, C, mean, k1.data(), k2.data(), k3.data(),
                                                     dx.data<T>());
                         });
            return std::vector<Tensor>{dx, dgamma, dbeta};

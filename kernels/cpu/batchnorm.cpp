@@ -10,7 +10,7 @@
 namespace seg::cpu {
 
 namespace {
-constexpr int64_t kPixelChunk = 512;  // fixed: partial sums are combined in chunk order
+constexpr int64_t kPixelChunk = 512;  // fixed: partial results are combined in chunk order
 
 // Per-chunk per-channel partial sums, then an ordered combination. `body(lo, hi, a, b)` adds the
 // chunk's contributions into a[C], b[C] (zeroed).
@@ -36,32 +36,63 @@ void channel_reduce(int64_t P, int64_t C, double* out_a, double* out_b, Body bod
 }  // namespace
 
 template <class T>
-void bn_channel_sums(const T* x, int64_t P, int64_t C, double* sum, double* sumsq) {
-  channel_reduce(P, C, sum, sumsq, [&](int64_t lo, int64_t hi, double* s, double* s2) {
-    // Accumulate a chunk in acc_t (float for float data: vectorises), then widen to double.
-    std::vector<acc_t<T>> a(static_cast<size_t>(C), 0), b(static_cast<size_t>(C), 0);
-    for (int64_t p = lo; p < hi; ++p) {
-      const T* row = x + p * C;
+void bn_channel_moments(const T* x, int64_t P, int64_t C, double* mean, double* m2) {
+  // Each chunk: its own mean (pass 1) and squared deviations from it (pass 2, cache-hot). Pass 1
+  // sums x - pivot (the chunk's first value) so the f32 partial sums stay small and exact enough;
+  // pass 2 uses the mean rounded to the arithmetic type, and the exact correction
+  // M2(mean) = M2(center) - n*(mean - center)^2 is applied in double.
+  const int64_t chunks = (P + kPixelChunk - 1) / kPixelChunk;
+  std::vector<double> part(static_cast<size_t>(chunks * 2 * C), 0.0);
+  parallel_for(0, chunks, 1, [&](int64_t c0, int64_t c1) {
+    std::vector<acc_t<T>> pivot(static_cast<size_t>(C)), s(static_cast<size_t>(C)), d(static_cast<size_t>(C));
+    for (int64_t k = c0; k < c1; ++k) {
+      const int64_t lo = k * kPixelChunk, hi = std::min(P, (k + 1) * kPixelChunk);
+      const double n = static_cast<double>(hi - lo);
+      for (int64_t c = 0; c < C; ++c) pivot[c] = load(x[lo * C + c]);
+      std::fill(s.begin(), s.end(), acc_t<T>(0));
+      std::fill(d.begin(), d.end(), acc_t<T>(0));
+      for (int64_t p = lo; p < hi; ++p)
+        for (int64_t c = 0; c < C; ++c) s[c] += load(x[p * C + c]) - pivot[c];
+      double* out = part.data() + k * 2 * C;
       for (int64_t c = 0; c < C; ++c) {
-        const acc_t<T> v = load(row[c]);
-        a[c] += v;
-        b[c] += v * v;
+        out[c] = static_cast<double>(pivot[c]) + static_cast<double>(s[c]) / n;  // the chunk mean, in double
+        s[c] = static_cast<acc_t<T>>(out[c]);                                   // the centre for pass 2
+      }
+      for (int64_t p = lo; p < hi; ++p)
+        for (int64_t c = 0; c < C; ++c) {
+          const acc_t<T> v = load(x[p * C + c]) - s[c];
+          d[c] += v * v;
+        }
+      for (int64_t c = 0; c < C; ++c) {
+        const double off = out[c] - static_cast<double>(s[c]);
+        out[C + c] = static_cast<double>(d[c]) - n * off * off;
       }
     }
-    for (int64_t c = 0; c < C; ++c) {
-      s[c] += static_cast<double>(a[c]);
-      s2[c] += static_cast<double>(b[c]);
-    }
   });
+  // Chan et al.: merging (n_a, mean_a, M2_a) and (n_b, mean_b, M2_b) gives
+  //   mean = mean_a + delta*n_b/n,  M2 = M2_a + M2_b + delta^2*n_a*n_b/n,  delta = mean_b - mean_a.
+  for (int64_t c = 0; c < C; ++c) mean[c] = m2[c] = 0.0;
+  double n = 0;
+  for (int64_t k = 0; k < chunks; ++k) {
+    const double nb = static_cast<double>(std::min(P, (k + 1) * kPixelChunk) - k * kPixelChunk);
+    const double* in = part.data() + k * 2 * C;
+    const double total = n + nb;
+    for (int64_t c = 0; c < C; ++c) {
+      const double delta = in[c] - mean[c];
+      mean[c] += delta * nb / total;
+      m2[c] += in[C + c] + delta * delta * n * nb / total;
+    }
+    n = total;
+  }
 }
 
 template <class T, class A>
-void bn_apply(const T* x, int64_t P, int64_t C, const A* scale, const A* shift, T* y) {
+void bn_apply(const T* x, int64_t P, int64_t C, const A* mean, const A* scale, const A* beta, T* y) {
   parallel_for(0, P, std::max<int64_t>(1, 16384 / C), [&](int64_t lo, int64_t hi) {
     for (int64_t p = lo; p < hi; ++p) {
       const T* xr = x + p * C;
       T* yr = y + p * C;
-      for (int64_t c = 0; c < C; ++c) yr[c] = store<T>(static_cast<acc_t<T>>(load(xr[c]) * scale[c] + shift[c]));
+      for (int64_t c = 0; c < C; ++c) yr[c] = store<T>(static_cast<acc_t<T>>((load(xr[c]) - mean[c]) * scale[c] + beta[c]));
     }
   });
 }
@@ -88,14 +119,15 @@ void bn_backward_sums(const T* x, const T* dy, int64_t P, int64_t C, const A* me
 }
 
 template <class T, class A>
-void bn_backward_dx(const T* x, const T* dy, int64_t P, int64_t C, const A* k1, const A* k2, const A* k3, T* dx) {
+void bn_backward_dx(const T* x, const T* dy, int64_t P, int64_t C, const A* mean, const A* k1, const A* k2, const A* k3,
+                    T* dx) {
   parallel_for(0, P, std::max<int64_t>(1, 16384 / C), [&](int64_t lo, int64_t hi) {
     for (int64_t p = lo; p < hi; ++p) {
       const T* xr = x + p * C;
       const T* gr = dy + p * C;
       T* dr = dx + p * C;
       for (int64_t c = 0; c < C; ++c)
-        dr[c] = store<T>(static_cast<acc_t<T>>(k1[c] * load(gr[c]) + k2[c] * load(xr[c]) + k3[c]));
+        dr[c] = store<T>(static_cast<acc_t<T>>(k1[c] * load(gr[c]) + k2[c] * (load(xr[c]) - mean[c]) + k3[c]));
     }
   });
 }
@@ -127,10 +159,10 @@ void bn_forward_ref(const T* x, int64_t P, int64_t C, const A* gamma, const A* b
 }
 
 #define SEG_INSTANTIATE_BN(T, A)                                                                              \
-  template void bn_channel_sums<T>(const T*, int64_t, int64_t, double*, double*);                             \
-  template void bn_apply<T, A>(const T*, int64_t, int64_t, const A*, const A*, T*);                           \
+  template void bn_channel_moments<T>(const T*, int64_t, int64_t, double*, double*);                          \
+  template void bn_apply<T, A>(const T*, int64_t, int64_t, const A*, const A*, const A*, T*);                 \
   template void bn_backward_sums<T, A>(const T*, const T*, int64_t, int64_t, const A*, const A*, double*, double*); \
-  template void bn_backward_dx<T, A>(const T*, const T*, int64_t, int64_t, const A*, const A*, const A*, T*);
+  template void bn_backward_dx<T, A>(const T*, const T*, int64_t, int64_t, const A*, const A*, const A*, const A*, T*);
 SEG_INSTANTIATE_BN(float, float)
 SEG_INSTANTIATE_BN(double, double)
 SEG_INSTANTIATE_BN(f16, float)

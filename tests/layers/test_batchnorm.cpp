@@ -91,12 +91,30 @@ TEST_CASE("batch_norm with a reducer: two identical ranks give the single-rank r
   const Tensor dy = randn(y1.shape(), DType::f64, 9);
   y1.backward(dy);
   y2.backward(dy);
-  CHECK(reducer.calls == 2);  // forward statistics and backward sums
+  CHECK(reducer.calls == 3);  // forward: global mean, then global squared deviations; backward: sums
   CHECK(max_abs_diff(x1.grad(), x2.grad()) < 1e-12);
   CHECK(max_abs_diff(g1.grad(), g2.grad()) < 1e-12);
   // Unbiased variance uses the global count: M = 2P instead of P.
   CHECK(max_abs_diff(rm1, rm2) < 1e-12);
   CHECK(rv1.to_vector<double>()[0] != rv2.to_vector<double>()[0]);
+}
+
+TEST_CASE("batch_norm keeps f32 precision when |mean| >> std (no sumsq - mean^2 cancellation)") {
+  for (double shift : {6.0, 50.0, 1000.0}) {
+    CAPTURE(shift);
+    const Tensor x64 = randn({4, 16, 16, 8}, DType::f64, 3, 1.0, shift);
+    const Tensor x32 = x64.to(DType::f32);
+    Tensor g = Tensor::full({8}, 1.0, DType::f64), b = Tensor::zeros({8}, DType::f64);
+    Tensor rm = Tensor::zeros({8}, DType::f64), rv = Tensor::full({8}, 1.0, DType::f64);
+    Tensor g32 = g.to(DType::f32), b32 = b.to(DType::f32), rm32 = rm.to(DType::f32), rv32 = rv.to(DType::f32);
+    ops::BatchNormOptions opt;
+    const Tensor y64 = ops::batch_norm(x32.to(DType::f64), g, b, rm, rv, opt);
+    const Tensor y32 = ops::batch_norm(x32, g32, b32, rm32, rv32, opt);
+    // The output is ~N(0,1); f32 inputs near `shift` carry shift*2^-24 of rounding already.
+    // The bound is what f32 storage of the mean allows (|mean| * 2^-24 plus a little); the former
+    // sumsq/M - mean^2 form was 12x over it at shift 50.
+    CHECK(max_abs_diff(y32, y64) < 1e-6 + 4e-8 * shift);
+  }
 }
 
 TEST_CASE("BatchNorm2d module: names, f32 parameters for half activations, batch counter") {
