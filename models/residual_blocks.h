@@ -6,6 +6,8 @@
 
 #include <cstdint>
 #include <memory>
+#include <utility>
+#include <vector>
 
 #include "models/layer_maker.h"
 

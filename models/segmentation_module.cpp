@@ -1,5 +1,7 @@
 #include "models/segmentation_module.h"
 
+#include <algorithm>
+
 #include "core/autograd.h"
 #include "layers/ops.h"
 

@@ -2,6 +2,7 @@
 // entry counts, names, shapes, conv settings and optimizer groups; errors for bad combinations.
 #include <doctest/doctest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <initializer_list>
 #include <map>
@@ -63,8 +64,10 @@ void check_against_upstream(const ModelComponent& m, const std::string& key) {
   CHECK(entries(m) == arch.at("entries").get<int64_t>());
   CHECK(m.num_parameters() == arch.at("params").get<int64_t>());
   if (arch.at("digest").get<std::string>() != digest) {
-    // Leave our layout next to the build for a diff against the generator's.
-    const std::string out = "layout_" + key.substr(key.find(':') + 1) + ".txt";
+    // Leave our layout in the temp folder for a diff against the generator's (layout_text in
+    // tools/golden/make_model_goldens.py).
+    const std::string out =
+        (std::filesystem::temp_directory_path() / ("segtrain_layout_" + key.substr(key.find(':') + 1) + ".txt")).string();
     std::ofstream(out) << text;
     FAIL_CHECK("state_dict names, shapes or conv settings differ from upstream's; ours are in " << out);
   }

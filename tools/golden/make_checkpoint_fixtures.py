@@ -6,10 +6,13 @@ closed-form weights of closed_form.py and num_batches_tracked = 7, saves it with
 pickle formats (zip, and the legacy one of PyTorch < 1.6 that the released upstream models use),
 converts each with tools/convert_pth.py, and checks that converting back gives the same state_dict.
 tests/models/test_checkpoint.cpp loads the two .safetensors files into our decoder.
+Also converts a .pth holding every dtype segtrain reads (f32 f64 f16 bf16 i32 i64 u8; a vector, a
+scalar and an empty tensor each) for tests/core/test_safetensors.cpp.
 
     /usr/bin/python3 tools/golden/make_checkpoint_fixtures.py [--upstream DIR] [--out tests/golden/checkpoints]
 """
 import argparse
+import collections
 import os
 import subprocess
 import sys
@@ -57,6 +60,17 @@ def main():
             for k in sd:
                 assert again[k].dtype == sd[k].dtype and torch.equal(again[k], sd[k]), k
             up.decoder("c1_deepsup", 32, 5).load_state_dict(again, strict=True)
+    # Every dtype: values -3..3 (0..6 for u8), a scalar 5, an empty [0, 3].
+    sd = collections.OrderedDict()
+    for dt in (torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int32, torch.int64, torch.uint8):
+        name = str(dt).split(".")[-1]
+        sd[name + ".vec"] = (torch.arange(7) - (0 if dt == torch.uint8 else 3)).to(dt)
+        sd[name + ".scalar"] = torch.tensor(5, dtype=dt)
+        sd[name + ".empty"] = torch.zeros(0, 3, dtype=dt)
+    pth = os.path.join(scratch, "dtypes.pth")
+    torch.save(sd, pth, _use_new_zipfile_serialization=False)
+    subprocess.run([sys.executable, CONVERT, "to-safetensors", pth, os.path.join(out, "all_dtypes_from_pth.safetensors")],
+                   check=True)
     print("fixtures written to", out)
 
 
