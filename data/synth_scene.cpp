@@ -99,7 +99,7 @@ class SceneRenderer {
     for (int n = 0; n < trees; ++n) paint_tree();
     // Things and unlabeled clutter in a random interleaved order, so either may occlude the other.
     std::vector<int> layers;
-    for (int n = 2 + dice_.below(5); n > 0; --n) layers.push_back(ball + dice_.below(5));
+    for (int n = 2 + dice_.below(4); n > 0; --n) layers.push_back(ball + dice_.below(5));
     for (int n = dice_.chance(0.6f) ? 1 + dice_.below(3) : 0; n > 0; --n) layers.push_back(unlabeled);
     for (size_t i = layers.size(); i > 1; --i) std::swap(layers[i - 1], layers[dice_.below(static_cast<int>(i))]);
     for (int layer : layers) paint_layer(layer);
@@ -247,7 +247,7 @@ class SceneRenderer {
 
   // ---- things and clutter ----
   void paint_layer(int layer) {
-    const float size = s_ * dice_.log_uniform(0.12f, 0.5f);
+    const float size = s_ * dice_.log_uniform(0.2f, 0.6f);
     const float aspect = dice_.log_uniform(0.5f, 2.0f);
     const Vec2 c{dice_.uniform(0.05f, 0.95f) * w_, dice_.uniform(0.05f, 0.95f) * h_};
     const float long_half = 0.5f * size * std::sqrt(aspect), short_half = 0.5f * size / std::sqrt(aspect);
@@ -287,7 +287,7 @@ class SceneRenderer {
       }
       case sign: {
         const Frame f(c, dice_.uniform(-0.25f, 0.25f) + (dice_.chance(0.3f) ? kPi : 0.0f));
-        const float r = 0.5f * size, stretch = std::clamp(aspect, 0.75f, 1.33f);
+        const float r = 0.6f * size, stretch = std::clamp(aspect, 0.75f, 1.33f);
         Polygon shape;
         for (float a : {-0.5f * kPi, kPi / 6, 5 * kPi / 6})
           shape.points.push_back(f.world(r * std::cos(a) * stretch, r * std::sin(a) / stretch));
@@ -299,17 +299,19 @@ class SceneRenderer {
       }
       case ring: {
         const Annulus shape{Ellipse{Frame(c, dice_.uniform(0, kPi)), long_half, short_half},
-                            dice_.uniform(0.45f, 0.7f)};
+                            dice_.uniform(0.3f, 0.55f)};
+        const int spokes = 12 + 2 * dice_.below(7);  // radial tread, like a tyre
         canvas_.paint(shape, ring, [&](float x, float y) {
           const Vec2 p = shape.outer.frame.local(x, y);
-          const float shade = 0.85f + 0.2f * std::sin(std::atan2(p.y, p.x));  // like light on a torus
-          return offset(scale(c1, shade), (white_noise(int(x), int(y), seed) - 0.5f) * 10.0f);
+          const float turn = (std::atan2(p.y / shape.outer.ry, p.x / shape.outer.rx) + kPi) / (2 * kPi) * spokes;
+          const Colour base = turn - std::floor(turn) < 0.3f ? c2 : c1;
+          return offset(base, (white_noise(int(x), int(y), seed) - 0.5f) * 10.0f);
         });
         break;
       }
       case kite: {
         const Frame f(c, dice_.uniform(-0.4f, 0.4f));
-        const float a = long_half, b = 0.8f * short_half;
+        const float a = long_half, b = short_half;
         const Polygon shape{{f.world(0, -a), f.world(b, 0), f.world(0, a), f.world(-b, 0)}};
         const float cell = dice_.uniform(4, 8);
         canvas_.paint(shape, kite, [&](float x, float y) {
@@ -379,7 +381,7 @@ const std::vector<SynthClass>& synth_classes() {
       {"ball", false, {255, 200, 0}, "ellipse; smooth 3-D shading with a highlight"},
       {"box", false, {0, 102, 200}, "rotated rectangle; parallel two-colour stripes"},
       {"sign", false, {255, 0, 0}, "triangle, up or down; flat fill inside a thick contrasting border"},
-      {"ring", false, {255, 0, 255}, "elliptical annulus (the hole shows the background); flat colour"},
+      {"ring", false, {255, 0, 255}, "elliptical annulus (the hole shows the background); radial tread like a tyre"},
       {"kite", false, {0, 255, 255}, "rhombus; diagonal checkerboard"},
   };
   return classes;

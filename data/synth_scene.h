@@ -11,11 +11,11 @@
 //    6    ball      thing  ellipse; smooth 3-D shading with a highlight
 //    7    box       thing  rotated rectangle; parallel two-colour stripes
 //    8    sign      thing  triangle (up or down); flat fill inside a thick contrasting border
-//    9    ring      thing  elliptical annulus (the hole shows what is behind); flat colour
+//    9    ring      thing  elliptical annulus (the hole shows what is behind); radial tread like a tyre
 //   10    kite      thing  rhombus; diagonal checkerboard
 //    0    unlabeled        "clutter" blobs with random textures, and nothing else
 //
-// Things appear at many scales (12%..50% of the short side) and aspect ratios (1:2..2:1), overlap
+// Things appear at many scales (20%..60% of the short side) and aspect ratios (1:2..2:1), overlap
 // and occlude each other, and may be cut by the image border. Everything is drawn from a Philox
 // stream (seed, data_synth, stream), so a scene is a pure function of (seed, stream, size).
 #pragma once
