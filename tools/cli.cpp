@@ -8,6 +8,10 @@ namespace seg::cli {
 
 const std::vector<Command>& commands() {
   static const std::vector<Command> list = {
+      {"train", "train a model (upstream's train.py, plus AMP, resume, accumulation)", cmd_train},
+      {"eval", "evaluate a checkpoint: per-class IoU, mIoU, pixel accuracy (eval.py)", cmd_eval},
+      {"predict", "segment images: coloured and class-index PNGs, class ratios (test.py)", cmd_predict},
+      {"bench", "time training steps of a model with a per-op table", cmd_bench},
       {"data", "check a dataset list, generate the synthetic dataset", cmd_data},
       {"demo", "train a small model on generated data, evaluate it, write predictions", cmd_demo},
       {"info", "build configuration, devices, CPU features", cmd_info},

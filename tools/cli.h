@@ -23,5 +23,9 @@ bool wants_help(const Args& args);  // -h / --help anywhere
 int cmd_info(const Args& args);
 int cmd_demo(const Args& args);
 int cmd_data(const Args& args);
+int cmd_train(const Args& args);
+int cmd_eval(const Args& args);
+int cmd_predict(const Args& args);
+int cmd_bench(const Args& args);
 
 }  // namespace seg::cli

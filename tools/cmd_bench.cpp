@@ -1,0 +1,195 @@
+// segtrain bench: time training steps of a model (forward, backward, optimizer) with a per-op table,
+// and optionally write every op call as JSON for tools/bench/torch_ops.py (the PyTorch comparison).
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "core/allocator.h"
+#include "core/amp_step.h"
+#include "core/autograd.h"
+#include "core/fileio.h"
+#include "core/profiler.h"
+#include "core/rng.h"
+#include "kernels/cpu/cpu_features.h"
+#include "kernels/cpu/thread_pool.h"
+#include "layers/amp_model.h"
+#include "layers/autocast.h"
+#include "models/registry.h"
+#include "tools/cli.h"
+#include "tools/run_setup.h"
+
+namespace seg::cli {
+
+namespace {
+const char* kUsage =
+    "usage: segtrain bench [--model ENCODER-DECODER | --cfg FILE] [--size S] [--batch B] [--steps N]\n"
+    "                      [--warmup N] [--amp LEVEL] [--amp-dtype T] [--num-class K] [--ops-json FILE]\n"
+    "                      [--threads N] [--device D]\n"
+    "\n"
+    "Times N training steps (after warm-up) of a model on random S x S images: forward, backward and\n"
+    "optimizer step, images per second and peak memory, then a table of the time spent per op. The\n"
+    "input is synthetic, so there is no data wait (the loader has its own benchmark, bench_loader).\n"
+    "--ops-json writes every op call (shapes, hyper-parameters, mean time) for\n"
+    "tools/bench/torch_ops.py, which times the same ops in PyTorch and prints the ratio.\n"
+    "\n"
+    "defaults: --model mobilenetv2dilated-c1_deepsup --size 256 --batch 4 --steps 3 --warmup 1\n"
+    "\n"
+    "examples:\n"
+    "  segtrain bench --model resnet50dilated-ppm_deepsup --size 256 --batch 4 --threads 2\n"
+    "  segtrain bench --model mobilenetv2dilated-c1_deepsup --amp O2 --ops-json /tmp/ops.json\n";
+
+int64_t fc_dim_for(const std::string& encoder) {
+  if (encoder.find("mobilenet") != std::string::npos) return 320;
+  if (encoder.find("resnet18") != std::string::npos) return 512;
+  if (encoder.find("hrnet") != std::string::npos) return 720;
+  return 2048;
+}
+
+double since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+}  // namespace
+
+int cmd_bench(const Args& args) {
+  if (wants_help(args)) {
+    std::printf("%s", kUsage);
+    return 0;
+  }
+  const CommonFlags flags = parse_common_flags(
+      args, {}, {"--model", "--size", "--batch", "--steps", "--warmup", "--num-class", "--ops-json"});
+  std::string model_name = "mobilenetv2dilated-c1_deepsup", ops_json;
+  int64_t size = 256, batch = 4, steps = 3, warmup = 1, num_class = 150;
+  auto number = [](const std::string& flag, const std::string& v) {
+    char* end = nullptr;
+    const long long n = std::strtoll(v.c_str(), &end, 10);
+    if (*end || n < 1) throw Error(ErrorKind::usage, flag + " needs a positive integer, got '" + v + "'").key(flag);
+    return static_cast<int64_t>(n);
+  };
+  for (size_t i = 0; i < flags.rest.size(); i += 2) {
+    const std::string &a = flags.rest[i], &v = flags.rest[i + 1];
+    if (a == "--model") model_name = v;
+    else if (a == "--size") size = number(a, v);
+    else if (a == "--batch") batch = number(a, v);
+    else if (a == "--steps") steps = number(a, v);
+    else if (a == "--warmup") warmup = std::stoll(v);
+    else if (a == "--num-class") num_class = number(a, v);
+    else if (a == "--ops-json") ops_json = v;
+  }
+  Config cfg = flags.cfg_path.empty() ? load_config("", {}) : load_run_config(flags);
+  if (flags.cfg_path.empty()) {
+    const size_t dash = model_name.find('-');
+    if (dash == std::string::npos)
+      throw Error(ErrorKind::usage, "--model must be ENCODER-DECODER, got '" + model_name + "'")
+          .key("--model")
+          .hint("e.g. mobilenetv2dilated-c1_deepsup or resnet50dilated-ppm_deepsup");
+    cfg.MODEL.arch_encoder = model_name.substr(0, dash);
+    cfg.MODEL.arch_decoder = model_name.substr(dash + 1);
+    cfg.MODEL.fc_dim = fc_dim_for(cfg.MODEL.arch_encoder);
+    cfg.DATASET.num_class = num_class;
+    if (!flags.amp.empty()) cfg.TRAIN.amp = flags.amp;
+    if (!flags.amp_dtype.empty()) cfg.TRAIN.amp_dtype = flags.amp_dtype;
+    if (flags.threads > 0) set_num_threads(flags.threads);
+  }
+  const Device device = resolve_device(flags);
+  const AmpConfig amp = amp_config(cfg);
+  reset_global_rng(1);
+  auto model = build_segmentation_module(model_config(cfg), true);
+  cast_model_for_amp(*model, amp);
+  SGD enc(SegmentationModule::param_groups(*model->encoder, 1e-4), 0.01, 0.9, amp.master_weights());
+  SGD dec(SegmentationModule::param_groups(*model->decoder, 1e-4), 0.01, 0.9, amp.master_weights());
+  LossScaler scaler(amp.scaler);
+  const bool stride4 = cfg.MODEL.arch_decoder.rfind("upernet", 0) == 0 || cfg.MODEL.arch_encoder == "hrnetv2";
+  const int64_t label_size = (size + (stride4 ? 3 : 7)) / (stride4 ? 4 : 8);
+  PhiloxStream rng(2, RngPurpose::test);
+  Tensor images = Tensor::empty({batch, size, size, 3});
+  for (int64_t i = 0; i < images.numel(); ++i) images.data<float>()[i] = rng.normal();
+  Tensor labels = Tensor::empty({batch, label_size, label_size}, DType::i32);
+  for (int64_t i = 0; i < labels.numel(); ++i) labels.data<int32_t>()[i] = static_cast<int32_t>(rng.below(static_cast<uint32_t>(num_class)));
+  images = images.to(amp_input_dtype(amp));
+
+  std::printf("segtrain bench: %s + %s, %lld parameters, batch %lld x %lldx%lld, %s, %s, %d threads (%s)\n",
+              cfg.MODEL.arch_encoder.c_str(), cfg.MODEL.arch_decoder.c_str(), static_cast<long long>(model->num_parameters()),
+              static_cast<long long>(batch), static_cast<long long>(size), static_cast<long long>(size),
+              amp.name().c_str(), device.str().c_str(), num_threads(), cpu_isa_name(cpu_isa()));
+  Allocator& alloc = allocator_for(device);
+  double t_fwd = 0, t_bwd = 0, t_opt = 0;
+  uint64_t allocs_after_warmup = 0;
+  for (int64_t s = 0; s < warmup + steps; ++s) {
+    const bool measured = s >= warmup;
+    if (s == warmup) {
+      prof::reset();
+      prof::set_enabled(true);
+      alloc.reset_peak();
+      allocs_after_warmup = alloc.stats().system_allocs;
+    }
+    model->train(true);
+    enc.zero_grad();
+    dec.zero_grad();
+    auto t0 = std::chrono::steady_clock::now();
+    TrainOutput out;
+    {
+      Autocast ac(amp);
+      out = model->forward_train(images, labels);
+    }
+    const double f = since(t0);
+    t0 = std::chrono::steady_clock::now();
+    scaled_backward(out.loss, scaler);
+    const double b = since(t0);
+    t0 = std::chrono::steady_clock::now();
+    unscale_and_step(scaler, {&enc, &dec});
+    const double o = since(t0);
+    if (measured) t_fwd += f, t_bwd += b, t_opt += o;
+  }
+  prof::set_enabled(false);
+  const double n = static_cast<double>(steps), total = (t_fwd + t_bwd + t_opt) / n;
+  std::printf("per step: forward %.1f ms, backward %.1f ms, optimizer %.1f ms, total %.1f ms, %.2f images/s\n",
+              1e3 * t_fwd / n, 1e3 * t_bwd / n, 1e3 * t_opt / n, 1e3 * total, static_cast<double>(batch) / total);
+  std::printf("peak memory %.1f MiB; new system allocations during the measured steps: %llu\n",
+              static_cast<double>(alloc.stats().peak_bytes) / (1024.0 * 1024.0),
+              static_cast<unsigned long long>(alloc.stats().system_allocs - allocs_after_warmup));
+
+  // Per-op table: by op and phase, then the 15 most expensive individual shapes.
+  const auto entries = prof::collect();
+  std::map<std::string, std::pair<double, int64_t>> by_op;
+  double op_total = 0;
+  for (const auto& e : entries) {
+    auto& a = by_op[e.op + " " + e.phase];
+    a.first += e.seconds / n;
+    a.second += e.calls;
+    op_total += e.seconds / n;
+  }
+  std::vector<std::pair<std::string, std::pair<double, int64_t>>> rows(by_op.begin(), by_op.end());
+  std::sort(rows.begin(), rows.end(), [](const auto& x, const auto& y) { return x.second.first > y.second.first; });
+  std::printf("\n%-32s %10s %7s %8s\n", "op phase", "ms/step", "share", "calls");
+  for (const auto& [name, v] : rows)
+    std::printf("%-32s %10.2f %6.1f%% %8lld\n", name.c_str(), 1e3 * v.first, 100.0 * v.first / total,
+                static_cast<long long>(v.second / steps));
+  std::printf("%-32s %10.2f %6.1f%%\n", "(all instrumented ops)", 1e3 * op_total, 100.0 * op_total / total);
+  std::vector<prof::Entry> top = entries;
+  std::sort(top.begin(), top.end(), [](const auto& x, const auto& y) { return x.seconds > y.seconds; });
+  std::printf("\n%-22s %-9s %10s  %s\n", "top layers", "phase", "ms/step", "arguments");
+  for (size_t i = 0; i < std::min<size_t>(15, top.size()); ++i)
+    std::printf("%-22s %-9s %10.2f  %s\n", top[i].op.c_str(), top[i].phase.c_str(), 1e3 * top[i].seconds / n,
+                top[i].args.dump().c_str());
+  if (!ops_json.empty()) {
+    nlohmann::json j;
+    j["model"] = cfg.MODEL.arch_encoder + "-" + cfg.MODEL.arch_decoder;
+    j["batch"] = batch;
+    j["size"] = size;
+    j["threads"] = num_threads();
+    j["step_seconds"] = total;
+    j["ops"] = nlohmann::json::array();
+    for (const auto& e : entries)
+      j["ops"].push_back({{"op", e.op}, {"phase", e.phase}, {"args", e.args},
+                          {"calls", e.calls / steps}, {"seconds_per_call", e.seconds / static_cast<double>(e.calls)}});
+    const std::string text = j.dump(1);
+    write_file_atomic(ops_json, text.data(), text.size());
+    std::printf("\nop calls written to %s (compare: /usr/bin/python3 tools/bench/torch_ops.py %s --threads %d)\n",
+                ops_json.c_str(), ops_json.c_str(), num_threads());
+  }
+  return 0;
+}
+
+}  // namespace seg::cli

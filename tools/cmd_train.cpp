@@ -1,0 +1,72 @@
+// segtrain train: argument parsing and the summary; the loop is tools/trainer.cpp.
+#include <cstdio>
+
+#include "core/error.h"
+#include "tools/cli.h"
+#include "tools/console.h"
+#include "tools/trainer.h"
+
+namespace seg::cli {
+
+namespace {
+const char* kUsage =
+    "usage: segtrain train --cfg FILE [--gpus 0 | --device cpu] [--amp O0|O1|O2|O3] [--amp-dtype f16|bf16]\n"
+    "                      [--loss-scale dynamic|none|N] [--resume] [--amp-stats] [--threads N]\n"
+    "                      [--on-bad-sample fail|skip] [KEY VALUE ...]\n"
+    "\n"
+    "Trains an upstream model (MODEL.arch_encoder + MODEL.arch_decoder) as upstream's train.py does:\n"
+    "two SGD optimizers (encoder, decoder) with momentum TRAIN.beta1, weight decay on conv weights only,\n"
+    "the poly learning rate, deep supervision, TRAIN.fix_bn. Every TRAIN.disp_iter steps it logs\n"
+    "upstream's fields plus images/s, data-wait share, peak memory and the loss scale; after each epoch\n"
+    "it writes DIR/encoder_epoch_N.safetensors, DIR/decoder_epoch_N.safetensors, a resumable\n"
+    "DIR/train_state.safetensors and DIR/history.{csv,json,svg}.\n"
+    "\n"
+    "options:\n"
+    "  --cfg FILE          a JSON config (configs/) or an upstream YAML config, used as it is\n"
+    "  --gpus LIST         upstream's forms (0, 0-3, 0,2, gpu0); one GPU for now\n"
+    "  --device D          cpu (default) or cuda:N\n"
+    "  --amp LEVEL         mixed precision, Apex semantics (docs/mixed-precision.md); --apex = O1,\n"
+    "                      --apex-opt-level LEVEL as upstream's pull request\n"
+    "  --amp-dtype T       f16 (default) or bf16\n"
+    "  --loss-scale S      dynamic, none or a static value (default: the level's)\n"
+    "  --resume            continue exactly from DIR/train_state.safetensors (same numbers as an\n"
+    "                      uninterrupted run on the CPU); TRAIN.start_epoch N resumes as upstream does\n"
+    "  --amp-stats         print, per parameter, how many gradient values would flush to zero or\n"
+    "                      overflow in fp16, with and without the loss scale\n"
+    "  --stop-after N      stop after N steps, saving a resumable state (as Ctrl-C does)\n"
+    "  --threads N         CPU threads (default: all cores)\n"
+    "  --on-bad-sample P   fail (default) or skip unreadable samples and count them\n"
+    "  KEY VALUE           config overrides, e.g. TRAIN.num_epoch 5 (unknown keys are errors)\n"
+    "\n"
+    "Ctrl-C or SIGTERM stops at the end of the current step and saves a resumable state.\n"
+    "\n"
+    "examples:\n"
+    "  segtrain train --cfg configs/synth-mobilenetv2dilated-c1_deepsup.json\n"
+    "  segtrain train --cfg configs/ade20k-resnet50dilated-ppm_deepsup.json --amp O2 TRAIN.accum_steps 8\n"
+    "  segtrain train --cfg config/ade20k-hrnetv2.yaml --device cpu TRAIN.num_epoch 1\n"
+    "  segtrain train --cfg configs/synth-mobilenetv2dilated-c1_deepsup.json --resume\n";
+}  // namespace
+
+int cmd_train(const Args& args) {
+  if (wants_help(args)) {
+    std::printf("%s", kUsage);
+    return 0;
+  }
+  const CommonFlags flags = parse_common_flags(args, {"--resume", "--amp-stats"}, {"--stop-after"});
+  TrainRunOptions opt;
+  for (size_t i = 0; i < flags.rest.size(); ++i) {
+    if (flags.rest[i] == "--resume") opt.resume = true;
+    else if (flags.rest[i] == "--amp-stats") opt.amp_stats = true;
+    else if (flags.rest[i] == "--stop-after") opt.stop_after = std::stoll(flags.rest[++i]);
+  }
+  if (flags.cfg_path.empty()) throw Error(ErrorKind::usage, "segtrain train needs --cfg FILE").hint("see segtrain train --help");
+  const Config cfg = load_run_config(flags);
+  const TrainSummary s = run_training(cfg, flags, opt);
+  std::printf("trained %lld steps in %s (%lld skipped by the loss scaler); loss %.4f -> %.4f; run folder %s\n",
+              static_cast<long long>(s.steps), Progress::format_duration(s.seconds).c_str(),
+              static_cast<long long>(s.skipped_steps), s.first_loss, s.last_loss, cfg.DIR.c_str());
+  if (s.interrupted) return stop_requested() ? 128 + (std::string(stop_signal_name()).find("SIGTERM") == 0 ? 15 : 2) : 0;
+  return 0;
+}
+
+}  // namespace seg::cli

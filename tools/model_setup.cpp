@@ -1,0 +1,34 @@
+#include "tools/model_setup.h"
+
+#include <cstdio>
+
+#include "core/fileio.h"
+#include "layers/amp_model.h"
+#include "models/checkpoint.h"
+#include "models/registry.h"
+#include "tools/run_setup.h"
+
+namespace seg::cli {
+
+std::shared_ptr<SegmentationModule> load_model_for_inference(const Config& cfg, const CheckpointChoice& choice,
+                                                             const std::string& fallback_checkpoint, bool quiet) {
+  auto model = build_segmentation_module(model_config(cfg), false);
+  CheckpointPaths paths = checkpoint_paths(cfg.DIR, choice.checkpoint.empty() ? fallback_checkpoint : choice.checkpoint);
+  if (!choice.encoder.empty()) paths.encoder = choice.encoder;
+  if (!choice.decoder.empty()) paths.decoder = choice.decoder;
+  for (const std::string* p : {&paths.encoder, &paths.decoder})
+    if (!file_exists(*p))
+      throw Error(ErrorKind::usage, "checkpoint not found: " + *p)
+          .file(*p)
+          .hint("train first, or pass --checkpoint NAME (e.g. epoch_20.pth), --encoder FILE and --decoder FILE");
+  const SegmentationLoadReport r = load_segmentation_checkpoint(*model, paths, LoadOptions{choice.strict});
+  if (!quiet) {
+    std::printf("encoder %s: %s\n", paths.encoder.c_str(), r.encoder.summary().c_str());
+    std::printf("decoder %s: %s\n", paths.decoder.c_str(), r.decoder.summary().c_str());
+  }
+  cast_model_for_amp(*model, amp_config(cfg));
+  model->eval();
+  return model;
+}
+
+}  // namespace seg::cli

@@ -1,0 +1,25 @@
+// Building a SegmentationModule for inference from a config and a checkpoint (eval, predict).
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "models/segmentation_module.h"
+#include "tools/config.h"
+
+namespace seg::cli {
+
+struct CheckpointChoice {
+  std::string checkpoint;  // --checkpoint NAME (like VAL.checkpoint), or ""
+  std::string encoder;     // --encoder FILE (overrides)
+  std::string decoder;     // --decoder FILE
+  bool strict = true;      // --non-strict = upstream's strict=False
+};
+
+// Builds the model of cfg.MODEL, loads DIR/encoder_<ckpt>, DIR/decoder_<ckpt> (ckpt = `fallback`
+// config value unless the choice names one), prepares it for the AMP level and puts it in eval mode.
+// Prints what was loaded unless quiet.
+std::shared_ptr<SegmentationModule> load_model_for_inference(const Config& cfg, const CheckpointChoice& choice,
+                                                             const std::string& fallback_checkpoint, bool quiet = false);
+
+}  // namespace seg::cli

@@ -1,0 +1,183 @@
+#include "tools/run_setup.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+
+#include "core/error.h"
+#include "core/fileio.h"
+#include "kernels/cpu/thread_pool.h"
+
+namespace seg::cli {
+
+namespace {
+bool is_flag(const std::string& a) { return a.size() > 2 && a[0] == '-' && a[1] == '-'; }
+bool contains(const std::vector<std::string>& v, const std::string& s) { return std::find(v.begin(), v.end(), s) != v.end(); }
+}  // namespace
+
+CommonFlags parse_common_flags(const std::vector<std::string>& args, const std::vector<std::string>& own_flags,
+                               const std::vector<std::string>& own_with_value) {
+  CommonFlags f;
+  auto value = [&](size_t& i) -> const std::string& {
+    if (i + 1 >= args.size()) throw Error(ErrorKind::usage, args[i] + " needs a value").key(args[i]);
+    return args[++i];
+  };
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--cfg") f.cfg_path = value(i);
+    else if (a == "--gpus") f.gpus = value(i);
+    else if (a == "--device") f.device = value(i);
+    else if (a == "--amp") f.amp = value(i);
+    else if (a == "--apex") f.amp = "O1";  // the upstream pull request's flag
+    else if (a == "--apex-opt-level") f.amp = value(i);
+    else if (a == "--amp-dtype") f.amp_dtype = value(i);
+    else if (a == "--loss-scale") f.loss_scale = value(i);
+    else if (a == "--on-bad-sample") f.on_bad_sample = value(i);
+    else if (a == "--threads") {
+      const std::string& v = value(i);
+      char* end = nullptr;
+      f.threads = static_cast<int>(std::strtol(v.c_str(), &end, 10));
+      if (*end || f.threads < 1) throw Error(ErrorKind::usage, "--threads needs a positive integer, got '" + v + "'").key("--threads");
+    } else if (contains(own_with_value, a)) {
+      f.rest.push_back(a);
+      f.rest.push_back(value(i));
+    } else if (contains(own_flags, a)) {
+      f.rest.push_back(a);
+    } else if (is_flag(a)) {
+      throw Error(ErrorKind::usage, "unknown option '" + a + "'").key(a).hint("see --help for the options");
+    } else {
+      f.overrides.push_back(a);  // KEY VALUE pairs
+    }
+  }
+  return f;
+}
+
+Config load_run_config(const CommonFlags& flags) {
+  std::vector<std::string> overrides = flags.overrides;
+  if (!flags.amp.empty()) overrides.insert(overrides.end(), {"TRAIN.amp", flags.amp});
+  if (!flags.amp_dtype.empty()) overrides.insert(overrides.end(), {"TRAIN.amp_dtype", flags.amp_dtype});
+  if (!flags.loss_scale.empty()) overrides.insert(overrides.end(), {"TRAIN.loss_scale", flags.loss_scale});
+  Config cfg = load_config(flags.cfg_path, overrides);
+  if (flags.threads > 0) set_num_threads(flags.threads);
+  return cfg;
+}
+
+std::vector<int> parse_gpu_list(const std::string& text) {
+  auto number = [&](const std::string& s) {
+    std::string t = s;
+    if (t.rfind("gpu", 0) == 0) t = t.substr(3);
+    if (t.empty() || !std::all_of(t.begin(), t.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); }))
+      throw Error(ErrorKind::usage, "bad GPU list '" + text + "'").key("--gpus").hint("use forms like 0, 0-3, 0,2 or gpu0");
+    return std::stoi(t);
+  };
+  std::vector<int> out;
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t comma = text.find(',', start);
+    const std::string part = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    const size_t dash = part.find('-');
+    if (dash != std::string::npos) {
+      const int lo = number(part.substr(0, dash)), hi = number(part.substr(dash + 1));
+      if (hi < lo) throw Error(ErrorKind::usage, "bad GPU range '" + part + "'").key("--gpus");
+      for (int g = lo; g <= hi; ++g) out.push_back(g);
+    } else {
+      out.push_back(number(part));
+    }
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return out;
+}
+
+Device resolve_device(const CommonFlags& flags) {
+  if (!flags.gpus.empty() && !flags.device.empty())
+    throw Error(ErrorKind::usage, "give either --gpus or --device, not both").key("--gpus");
+  Device dev = Device::cpu();
+  if (!flags.gpus.empty()) {
+    const std::vector<int> gpus = parse_gpu_list(flags.gpus);
+    if (gpus.size() > 1)
+      throw Error(ErrorKind::usage, "training on " + std::to_string(gpus.size()) +
+                                        " GPUs is not supported yet (multi-GPU comes with the distributed issue)")
+          .key("--gpus")
+          .hint("use one GPU, e.g. --gpus 0, and TRAIN.accum_steps to keep upstream's batch size");
+    dev = Device::cuda(gpus[0]);
+  } else if (!flags.device.empty()) {
+    dev = Device::parse(flags.device);
+  }
+  if (dev.is_cuda()) {
+    if (!cuda_compiled())
+      throw Error(ErrorKind::device, "GPU " + dev.str() + " requested, but this segtrain was built without CUDA")
+          .hint("rebuild with SEG_CUDA=ON tools/build.sh on a machine with a GPU, or use --device cpu");
+    const int count = cuda_device_count();
+    if (dev.index >= count)
+      throw Error(ErrorKind::device, "GPU " + dev.str() + " requested, but " + std::to_string(count) + " CUDA device(s) found")
+          .hint("check nvidia-smi and CUDA_VISIBLE_DEVICES, or use --device cpu");
+    throw Error(ErrorKind::device, "the CUDA backend's kernels are not implemented yet; " + dev.str() + " cannot train")
+        .hint("use --device cpu (the complete reference backend)");
+  }
+  return dev;
+}
+
+AmpConfig amp_config(const Config& cfg) {
+  return make_amp_config(cfg.TRAIN.amp, cfg.TRAIN.amp_dtype, cfg.TRAIN.loss_scale);
+}
+
+data::DatasetOptions dataset_options(const Config& cfg, const CommonFlags& flags) {
+  data::DatasetOptions o;
+  o.root_dataset = cfg.DATASET.root_dataset;
+  o.list_train = cfg.DATASET.list_train;
+  o.list_val = cfg.DATASET.list_val;
+  o.num_class = static_cast<int>(cfg.DATASET.num_class);
+  o.imgSizes.assign(cfg.DATASET.imgSizes.begin(), cfg.DATASET.imgSizes.end());
+  o.imgMaxSize = static_cast<int>(cfg.DATASET.imgMaxSize);
+  o.padding_constant = static_cast<int>(cfg.DATASET.padding_constant);
+  o.segm_downsampling_rate = static_cast<int>(cfg.DATASET.segm_downsampling_rate);
+  o.random_flip = cfg.DATASET.random_flip;
+  o.batch_size_per_gpu = static_cast<int>(cfg.TRAIN.batch_size_per_gpu);
+  o.workers = static_cast<int>(cfg.TRAIN.workers);
+  o.seed = static_cast<uint64_t>(cfg.TRAIN.seed);
+  if (!flags.on_bad_sample.empty()) o.on_bad_sample = data::parse_bad_sample_policy(flags.on_bad_sample);
+  if (cfg.VAL.max_images > 0) o.max_sample = cfg.VAL.max_images;
+  o.validate();
+  return o;
+}
+
+ModelConfig model_config(const Config& cfg) {
+  ModelConfig m;
+  m.arch_encoder = cfg.MODEL.arch_encoder;
+  m.arch_decoder = cfg.MODEL.arch_decoder;
+  m.fc_dim = cfg.MODEL.fc_dim;
+  m.num_class = cfg.DATASET.num_class;
+  m.deep_sup_scale = cfg.TRAIN.deep_sup_scale;
+  m.bn_momentum = cfg.MODEL.bn_momentum;
+  m.seed = static_cast<uint64_t>(cfg.TRAIN.seed);
+  return m;
+}
+
+ClassTable load_class_table(const Config& cfg) {
+  const int64_t n = cfg.DATASET.num_class;
+  ClassTable t;
+  const std::string root = cfg.DATASET.root_dataset;
+  const std::string info = root + "/object" + std::to_string(n) + "_info.csv";
+  const std::string colors = root + "/color" + std::to_string(n) + ".csv";
+  const std::string ade = std::string(SEG_DATA_DIR) + "/ade20k/";
+  if (file_exists(info)) {
+    for (const auto& c : data::read_class_info_csv(info)) t.names.push_back(c.short_name());
+  } else if (n == 150 && file_exists(ade + "object150_info.csv")) {
+    for (const auto& c : data::read_class_info_csv(ade + "object150_info.csv")) t.names.push_back(c.short_name());
+  }
+  if (file_exists(colors)) t.palette = data::read_palette_csv(colors);
+  else if (n == 150 && file_exists(ade + "color150.csv")) t.palette = data::read_palette_csv(ade + "color150.csv");
+  t.names.resize(static_cast<size_t>(n));
+  for (int64_t k = 0; k < n; ++k)
+    if (t.names[k].empty()) t.names[k] = "class " + std::to_string(k);
+  // Missing colours: a deterministic spread over the hue circle.
+  for (int64_t k = static_cast<int64_t>(t.palette.size()); k < n; ++k) {
+    const uint32_t h = static_cast<uint32_t>(k) * 2654435761u;
+    t.palette.push_back(data::Rgb{static_cast<uint8_t>(64 + (h >> 8) % 192), static_cast<uint8_t>(64 + (h >> 16) % 192),
+                                  static_cast<uint8_t>(64 + (h >> 24) % 192)});
+  }
+  return t;
+}
+
+}  // namespace seg::cli

@@ -1,0 +1,392 @@
+#include "tools/trainer.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+#include "core/allocator.h"
+#include "core/amp_step.h"
+#include "core/autograd.h"
+#include "core/fileio.h"
+#include "core/loss_scaler.h"
+#include "core/optim.h"
+#include "core/rng.h"
+#include "core/safetensors.h"
+#include "data/train_dataset.h"
+#include "data/train_loader.h"
+#include "kernels/cpu/amp.h"
+#include "kernels/cpu/thread_pool.h"
+#include "layers/amp_model.h"
+#include "layers/autocast.h"
+#include "models/checkpoint.h"
+#include "tools/console.h"
+#include "tools/history.h"
+
+namespace seg::cli {
+
+std::string train_state_path(const std::string& dir) { return dir + "/train_state.safetensors"; }
+
+namespace {
+
+struct Optimizers {
+  SGD encoder, decoder;
+  std::vector<SGD*> all() { return {&encoder, &decoder}; }
+};
+
+// ---------------------------------------------------------------- train state (exact resume)
+
+void save_train_state(const std::string& path, const SegmentationModule& model, Optimizers& opt,
+                      const LossScaler& scaler, int64_t step, const Config& cfg) {
+  NamedTensors tensors;
+  for (const auto& p : model.named_parameters()) tensors.emplace_back("model." + p.name, *p.tensor);
+  for (const auto& b : model.named_buffers()) tensors.emplace_back("model." + b.name, *b.tensor);
+  const std::pair<const char*, SGD*> optimizers[] = {{"encoder", &opt.encoder}, {"decoder", &opt.decoder}};
+  for (const auto& [name, sgd] : optimizers) {
+    const auto& states = sgd->state();
+    for (size_t i = 0; i < states.size(); ++i) {
+      const std::string prefix = std::string("optimizer.") + name + "." + std::to_string(i);
+      if (states[i].momentum.defined()) tensors.emplace_back(prefix + ".momentum", states[i].momentum);
+      if (states[i].master.defined()) tensors.emplace_back(prefix + ".master", states[i].master);
+    }
+  }
+  const LossScaler::State s = scaler.state();
+  std::string streams;
+  for (uint64_t v : global_rng().next_stream) streams += std::to_string(v) + ",";
+  std::map<std::string, std::string> meta = {
+      {"format", "segtrain train state 1"},
+      {"step", std::to_string(step)},
+      {"arch_encoder", cfg.MODEL.arch_encoder},
+      {"arch_decoder", cfg.MODEL.arch_decoder},
+      {"num_class", std::to_string(cfg.DATASET.num_class)},
+      {"amp", cfg.TRAIN.amp + "/" + cfg.TRAIN.amp_dtype},
+      {"accum_steps", std::to_string(cfg.TRAIN.accum_steps)},
+      {"loss_scale", format_scale(s.scale)},
+      {"loss_scale_clean_steps", std::to_string(s.clean_steps)},
+      {"loss_scale_skipped", std::to_string(s.skipped_total)},
+      {"rng_seed", std::to_string(global_rng().seed)},
+      {"rng_streams", streams},
+  };
+  write_safetensors(path, tensors, meta);
+}
+
+int64_t load_train_state(const std::string& path, SegmentationModule& model, Optimizers& opt, LossScaler& scaler,
+                         const Config& cfg) {
+  if (!file_exists(path))
+    throw Error(ErrorKind::usage, "--resume: no train state in " + cfg.DIR).file(path).hint("train without --resume first, or check DIR");
+  const SafetensorsFile f = read_safetensors(path);
+  auto meta = [&](const std::string& key) {
+    auto it = f.metadata.find(key);
+    if (it == f.metadata.end()) throw Error(ErrorKind::data, "train state lacks '" + key + "'").file(path);
+    return it->second;
+  };
+  auto must_match = [&](const std::string& key, const std::string& now, const char* config_key) {
+    if (meta(key) != now)
+      throw Error(ErrorKind::usage, "--resume with a different " + std::string(config_key) + ": the state has '" + meta(key) +
+                                        "', the config says '" + now + "'")
+          .key(config_key)
+          .file(path);
+  };
+  must_match("arch_encoder", cfg.MODEL.arch_encoder, "MODEL.arch_encoder");
+  must_match("arch_decoder", cfg.MODEL.arch_decoder, "MODEL.arch_decoder");
+  must_match("num_class", std::to_string(cfg.DATASET.num_class), "DATASET.num_class");
+  must_match("amp", cfg.TRAIN.amp + "/" + cfg.TRAIN.amp_dtype, "TRAIN.amp");
+  must_match("accum_steps", std::to_string(cfg.TRAIN.accum_steps), "TRAIN.accum_steps");
+  auto restore = [&](const std::string& name, Tensor& into) {
+    const Tensor* t = f.find(name);
+    if (!t) throw Error(ErrorKind::data, "train state lacks tensor '" + name + "'").file(path);
+    if (t->shape() != into.shape() || t->dtype() != into.dtype())
+      throw Error(ErrorKind::data, "train state tensor '" + name + "' is " + t->str() + ", expected " + into.str()).file(path);
+    into.copy_(*t);
+  };
+  for (const auto& p : model.named_parameters()) restore("model." + p.name, *p.tensor);
+  for (const auto& b : model.named_buffers()) restore("model." + b.name, *b.tensor);
+  const std::pair<const char*, SGD*> optimizers[] = {{"encoder", &opt.encoder}, {"decoder", &opt.decoder}};
+  for (const auto& [name, sgd] : optimizers) {
+    auto& states = sgd->state();
+    for (size_t i = 0; i < states.size(); ++i) {
+      const std::string prefix = std::string("optimizer.") + name + "." + std::to_string(i);
+      if (const Tensor* m = f.find(prefix + ".momentum")) states[i].momentum = m->clone();
+      if (const Tensor* m = f.find(prefix + ".master")) {
+        if (!states[i].master.defined()) throw Error(ErrorKind::data, "train state has master weights the run does not use").file(path);
+        states[i].master.copy_(*m);
+      }
+    }
+  }
+  LossScaler::State s;
+  s.scale = std::stod(meta("loss_scale"));
+  s.clean_steps = std::stoll(meta("loss_scale_clean_steps"));
+  s.skipped_total = std::stoll(meta("loss_scale_skipped"));
+  scaler.load_state(s);
+  RngState& rng = global_rng();
+  rng.seed = std::stoull(meta("rng_seed"));
+  const std::string streams = meta("rng_streams");
+  size_t pos = 0;
+  for (uint64_t& v : rng.next_stream) {
+    const size_t comma = streams.find(',', pos);
+    if (comma == std::string::npos) break;
+    v = std::stoull(streams.substr(pos, comma - pos));
+    pos = comma + 1;
+  }
+  return std::stoll(meta("step"));
+}
+
+// ---------------------------------------------------------------- BN re-estimation
+
+// Replaces every BatchNorm's running statistics by their average over `iters` training batches
+// (forward only, train mode, cumulative average: momentum 1/(k+1) for the k-th batch). Upstream's
+// momentum 0.001 barely moves the statistics in a short run from scratch; this fixes eval mode.
+void recalibrate_bn(SegmentationModule& model, const data::TrainDataset& dataset, int64_t iters, const AmpConfig& amp) {
+  auto bns = model.batch_norms();
+  std::vector<double> saved;
+  for (BatchNorm2d* bn : bns) {
+    saved.push_back(bn->momentum);
+    bn->running_mean.zero_();
+    bn->running_var.fill_(1.0);
+  }
+  data::TrainLoader loader(dataset, 0);
+  model.train(true);
+  NoGradGuard no_grad;
+  for (int64_t k = 0; k < iters; ++k) {
+    for (BatchNorm2d* bn : bns) bn->momentum = 1.0 / static_cast<double>(k + 1);
+    const data::TrainBatch batch = loader.next();
+    Autocast ac(amp);
+    model.forward_train(batch.sub_batches[0].images.to(amp_input_dtype(amp)), batch.sub_batches[0].labels);
+  }
+  for (size_t i = 0; i < bns.size(); ++i) bns[i]->momentum = saved[i];
+}
+
+// ---------------------------------------------------------------- --amp-stats
+
+std::string amp_stats_table(const SegmentationModule& model, Optimizers& opt, double scale) {
+  std::string out = "fp16 range of the true gradients (per parameter), at the current loss scale " + format_scale(scale) +
+                    " and without scaling:\n";
+  out += "  parameter                                    values   flush to 0 unscaled   flush to 0 scaled   inf scaled\n";
+  char line[256];
+  const std::pair<const Module*, SGD*> parts[] = {{model.encoder.get(), &opt.encoder}, {model.decoder.get(), &opt.decoder}};
+  for (const auto& [module, sgd] : parts) {
+    (void)module;
+    size_t i = 0;
+    for (const auto& group : sgd->groups())
+      for (const Tensor& p : group.params) {
+        const auto& st = sgd->state()[i++];
+        Tensor g = st.master_grad.defined() ? st.master_grad : p.grad();
+        if (!g.defined()) continue;
+        g = g.to(DType::f32).contiguous();
+        const cpu::Fp16Range unscaled = cpu::fp16_range(g.data<float>(), g.numel(), 1.0);
+        const cpu::Fp16Range scaled = cpu::fp16_range(g.data<float>(), g.numel(), scale);
+        auto pct = [&](int64_t n) { return 100.0 * static_cast<double>(n) / static_cast<double>(std::max<int64_t>(1, g.numel())); };
+        std::snprintf(line, sizeof line, "  %-42s %8lld   %17.2f%%   %16.2f%%   %9.2f%%\n", p.name().c_str(),
+                      static_cast<long long>(g.numel()), pct(unscaled.underflow), pct(scaled.underflow), pct(scaled.overflow));
+        out += line;
+      }
+  }
+  return out;
+}
+
+std::string mib(int64_t bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.0f MiB", static_cast<double>(bytes) / (1024.0 * 1024.0));
+  return buf;
+}
+
+}  // namespace
+
+TrainSummary run_training(const Config& cfg, const CommonFlags& flags, const TrainRunOptions& opt) {
+  TrainSummary summary;
+  const Device device = resolve_device(flags);
+  SEG_CHECK(cfg.TRAIN.accum_steps >= 1, usage, "TRAIN.accum_steps must be >= 1, got ", cfg.TRAIN.accum_steps);
+  SEG_CHECK(cfg.TRAIN.epoch_iters >= 1 && cfg.TRAIN.num_epoch >= 1, usage, "TRAIN.epoch_iters and TRAIN.num_epoch must be >= 1");
+  SEG_CHECK(cfg.TRAIN.disp_iter >= 1, usage, "TRAIN.disp_iter must be >= 1");
+  SEG_CHECK(cfg.TRAIN.optim == "SGD", usage, "TRAIN.optim '", cfg.TRAIN.optim, "': only SGD exists (as upstream)");
+  install_stop_handlers();
+  make_dirs(cfg.DIR);
+  reset_global_rng(static_cast<uint64_t>(cfg.TRAIN.seed));
+
+  const AmpConfig amp = amp_config(cfg);
+  auto model = build_segmentation_module(model_config(cfg), true);
+  const bool live = stdout_is_terminal() && !opt.quiet;
+  auto say = [&](const std::string& s) {
+    if (!opt.quiet) std::printf("%s\n", s.c_str());
+  };
+  if (!cfg.MODEL.weights_encoder.empty())
+    say("encoder weights " + cfg.MODEL.weights_encoder + ": " +
+        load_checkpoint(*model->encoder, cfg.MODEL.weights_encoder, {false}).summary());
+  if (!cfg.MODEL.weights_decoder.empty())
+    say("decoder weights " + cfg.MODEL.weights_decoder + ": " +
+        load_checkpoint(*model->decoder, cfg.MODEL.weights_decoder, {false}).summary());
+
+  const int64_t steps_per_epoch = cfg.TRAIN.epoch_iters, max_steps = steps_per_epoch * cfg.TRAIN.num_epoch;
+  int64_t start_step = 0;
+  if (!opt.resume && cfg.TRAIN.start_epoch > 0) {
+    // Upstream's resume: weights of epoch start_epoch, fresh optimizers, the schedule continues.
+    const CheckpointPaths paths = checkpoint_paths(cfg.DIR, cfg.TRAIN.start_epoch);
+    load_segmentation_checkpoint(*model, paths);
+    start_step = cfg.TRAIN.start_epoch * steps_per_epoch;
+    say("loaded " + paths.encoder + " and " + paths.decoder + " (TRAIN.start_epoch " + std::to_string(cfg.TRAIN.start_epoch) + ")");
+  }
+  cast_model_for_amp(*model, amp);
+  Optimizers opt_pair{SGD(SegmentationModule::param_groups(*model->encoder, cfg.TRAIN.weight_decay), cfg.TRAIN.lr_encoder,
+                          cfg.TRAIN.beta1, amp.master_weights()),
+                      SGD(SegmentationModule::param_groups(*model->decoder, cfg.TRAIN.weight_decay), cfg.TRAIN.lr_decoder,
+                          cfg.TRAIN.beta1, amp.master_weights())};
+  LossScaler scaler(amp.scaler);
+  History history;
+  if (opt.resume) {
+    start_step = load_train_state(train_state_path(cfg.DIR), *model, opt_pair, scaler, cfg);
+    history.load(cfg.DIR);
+    history.truncate(start_step);
+    say("resumed from " + train_state_path(cfg.DIR) + " at step " + std::to_string(start_step));
+  }
+
+  data::DatasetOptions dopt = dataset_options(cfg, flags);
+  data::TrainDataset dataset(dopt);
+  data::TrainLoader loader(dataset, start_step * cfg.TRAIN.accum_steps);
+
+  nlohmann::json derived = {{"max_iters", max_steps},
+                            {"batch_size", cfg.TRAIN.batch_size_per_gpu},
+                            {"effective_batch_size", cfg.TRAIN.batch_size_per_gpu * cfg.TRAIN.accum_steps},
+                            {"device", device.str()},
+                            {"threads", num_threads()},
+                            {"train_images", dataset.size()}};
+  dump_config(cfg, derived, cfg.DIR + "/config.json");
+  say("segtrain train: " + cfg.MODEL.arch_encoder + " + " + cfg.MODEL.arch_decoder + ", " +
+      std::to_string(model->num_parameters()) + " parameters, " + std::to_string(dataset.size()) + " training images, " +
+      std::to_string(max_steps) + " steps of " + std::to_string(cfg.TRAIN.batch_size_per_gpu * cfg.TRAIN.accum_steps) +
+      " images on " + device.str() + " (" + std::to_string(num_threads()) + " threads), run folder " + cfg.DIR);
+  if (!opt.quiet) std::printf("%s", amp.policy_table().c_str());
+
+  Allocator& alloc = allocator_for(device);
+  Progress progress("train", max_steps, live);
+  double epoch_loss = 0, epoch_acc = 0, epoch_time = 0, epoch_data = 0;
+  int64_t epoch_count = 0;
+  double interval_loss = 0, interval_acc = 0, interval_data = 0;
+  int64_t interval_steps = 0, interval_images = 0;
+  auto interval_start = std::chrono::steady_clock::now();
+  const auto run_start = std::chrono::steady_clock::now();
+  int64_t steps_this_run = 0;
+
+  auto save_all_state = [&](int64_t step) {
+    save_train_state(train_state_path(cfg.DIR), *model, opt_pair, scaler, step, cfg);
+    history.save(cfg.DIR);
+  };
+
+  for (int64_t step = start_step; step < max_steps; ++step) {
+    const int64_t epoch = step / steps_per_epoch + 1, i = step % steps_per_epoch;
+    if (i == 0 || step == start_step) epoch_loss = epoch_acc = epoch_time = epoch_data = 0, epoch_count = 0;
+    const double lr_e = poly_lr(cfg.TRAIN.lr_encoder, step, max_steps, cfg.TRAIN.lr_pow);
+    const double lr_d = poly_lr(cfg.TRAIN.lr_decoder, step, max_steps, cfg.TRAIN.lr_pow);
+    opt_pair.encoder.set_lr(lr_e);
+    opt_pair.decoder.set_lr(lr_d);
+    model->train(!cfg.TRAIN.fix_bn);
+    opt_pair.encoder.zero_grad();
+    opt_pair.decoder.zero_grad();
+    const auto t0 = std::chrono::steady_clock::now();
+    double step_loss = 0, step_acc = 0, wait = 0;
+    int64_t images = 0;
+    for (int64_t a = 0; a < cfg.TRAIN.accum_steps; ++a) {
+      const data::TrainBatch batch = loader.next();
+      wait += batch.wait_seconds;
+      const data::TrainSubBatch& sb = batch.sub_batches[0];
+      images += sb.batch_size();
+      TrainOutput out;
+      {
+        Autocast ac(amp);
+        out = model->forward_train(sb.images.to(amp_input_dtype(amp)), sb.labels);
+      }
+      scaled_backward(out.loss, scaler, static_cast<int>(cfg.TRAIN.accum_steps));
+      step_loss += out.loss.item() / static_cast<double>(cfg.TRAIN.accum_steps);
+      step_acc += out.acc.acc / static_cast<double>(cfg.TRAIN.accum_steps);
+    }
+    const StepOutcome outcome = unscale_and_step(scaler, opt_pair.all());
+    if (!outcome.stepped) {
+      ++summary.skipped_steps;
+      progress.line(outcome.message);
+    }
+    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    ++steps_this_run;
+    epoch_loss += step_loss, epoch_acc += step_acc, epoch_time += secs, epoch_data += wait, ++epoch_count;
+    interval_loss += step_loss, interval_acc += step_acc, interval_data += wait, ++interval_steps, interval_images += images;
+    if (opt.amp_stats && (i % cfg.TRAIN.disp_iter == 0)) progress.line(amp_stats_table(*model, opt_pair, outcome.scale_used));
+
+    const bool log_now = i % cfg.TRAIN.disp_iter == 0 || step + 1 == max_steps;
+    if (log_now) {
+      const double interval_secs =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - interval_start).count();
+      HistoryRow row;
+      row.iteration = step + 1;
+      row.epoch = epoch;
+      row.loss = interval_loss / static_cast<double>(interval_steps);
+      row.accuracy = interval_acc / static_cast<double>(interval_steps);
+      row.lr_encoder = lr_e;
+      row.lr_decoder = lr_d;
+      row.images_per_second = interval_secs > 0 ? static_cast<double>(interval_images) / interval_secs : 0;
+      row.data_wait_share = interval_secs > 0 ? interval_data / interval_secs : 0;
+      row.loss_scale = outcome.scale_used;
+      row.peak_memory_bytes = static_cast<int64_t>(alloc.stats().peak_bytes);
+      history.add(row);
+      if (summary.first_loss == 0) summary.first_loss = row.loss;
+      summary.last_loss = row.loss;
+      summary.last_accuracy = row.accuracy;
+      char line[512];
+      std::snprintf(line, sizeof line,
+                    "Epoch: [%lld][%lld/%lld], Time: %.2f, Data: %.2f, lr_encoder: %.6f, lr_decoder: %.6f, "
+                    "Accuracy: %4.2f, Loss: %.6f | %.1f img/s, data wait %.0f%%, peak %s, loss scale %s",
+                    static_cast<long long>(epoch), static_cast<long long>(i), static_cast<long long>(steps_per_epoch),
+                    epoch_time / static_cast<double>(epoch_count), epoch_data / static_cast<double>(epoch_count), lr_e,
+                    lr_d, 100.0 * epoch_acc / static_cast<double>(epoch_count),
+                    epoch_loss / static_cast<double>(epoch_count), row.images_per_second, 100.0 * row.data_wait_share,
+                    mib(row.peak_memory_bytes).c_str(), format_scale(outcome.scale_used).c_str());
+      if (!opt.quiet) progress.line(line);
+      interval_loss = interval_acc = interval_data = 0, interval_steps = interval_images = 0;
+      interval_start = std::chrono::steady_clock::now();
+    }
+    char status[96];
+    std::snprintf(status, sizeof status, "loss %.4f", step_loss);
+    progress.update(step + 1, status);
+
+    const bool epoch_end = i + 1 == steps_per_epoch;
+    if (epoch_end) {
+      save_segmentation_checkpoint(*model, checkpoint_paths(cfg.DIR, epoch));
+      save_all_state(step + 1);
+      if (cfg.TRAIN.eval_every > 0 && epoch % cfg.TRAIN.eval_every == 0) {
+        if (cfg.TRAIN.bn_recalibrate_iters > 0) recalibrate_bn(*model, dataset, cfg.TRAIN.bn_recalibrate_iters, amp);
+        data::ValDataset val(dopt);
+        EvalOptions eo;
+        eo.amp = amp;
+        eo.max_images = cfg.VAL.max_images;
+        const EvalResult r = evaluate(*model, val, load_class_table(cfg), eo);
+        history.add_eval(EvalRow{epoch, step + 1, r.mean_iou, r.pixel_accuracy});
+        char line[200];
+        std::snprintf(line, sizeof line, "[Eval epoch %lld]: Mean IoU: %.4f, Accuracy: %.2f%%", static_cast<long long>(epoch),
+                      r.mean_iou, 100.0 * r.pixel_accuracy);
+        progress.line(line);
+        if (r.mean_iou > summary.best_miou) {
+          summary.best_miou = r.mean_iou;
+          save_segmentation_checkpoint(*model, CheckpointPaths{cfg.DIR + "/encoder_best.safetensors",
+                                                               cfg.DIR + "/decoder_best.safetensors"});
+        }
+        summary.last_eval = r;
+        history.save(cfg.DIR);
+      }
+    }
+    const bool stop = stop_requested() || (opt.stop_after > 0 && steps_this_run >= opt.stop_after);
+    if (stop && step + 1 < max_steps) {
+      save_all_state(step + 1);
+      progress.line(std::string("stopped by ") + (stop_requested() ? stop_signal_name() : "--stop-after") + " after step " +
+                    std::to_string(step + 1) + "; resumable state saved to " + train_state_path(cfg.DIR) +
+                    " (continue with --resume)");
+      summary.interrupted = true;
+      summary.steps = step + 1;
+      break;
+    }
+    summary.steps = step + 1;
+  }
+  progress.finish();
+  if (!summary.interrupted) save_all_state(summary.steps);
+  summary.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - run_start).count();
+  return summary;
+}
+
+}  // namespace seg::cli
