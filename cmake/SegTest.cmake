@@ -21,7 +21,7 @@ function(seg_add_test)
   add_executable(${T_NAME} ${T_SOURCES} ${PROJECT_SOURCE_DIR}/tests/test_main.cpp)
   target_link_libraries(${T_NAME} PRIVATE ${T_LIBS} doctest::doctest seg_flags)
   target_compile_definitions(${T_NAME} PRIVATE SEG_TEST_LABEL="${T_LABEL}"
-    SEG_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
+    SEG_SOURCE_DIR="${PROJECT_SOURCE_DIR}" SEG_BINARY_DIR="${CMAKE_BINARY_DIR}")
   if(T_SLOW_SUITE)
     add_test(NAME ${T_NAME} COMMAND ${T_NAME} --test-suite-exclude=slow)
     add_test(NAME ${T_NAME}_slow COMMAND ${T_NAME} --test-suite=slow)

@@ -24,7 +24,11 @@ const char* kDataUsage =
     "  check LIST   validate a dataset list (.odgt) and print a class histogram\n"
     "  synth        write the synthetic dataset (ADE20K format, 10 classes)\n"
     "\n"
-    "segtrain data check --help and segtrain data synth --help give the options.\n";
+    "segtrain data check --help and segtrain data synth --help give the options.\n"
+    "\n"
+    "examples:\n"
+    "  segtrain data synth --out data-gen/synth\n"
+    "  segtrain data check data-gen/synth/validation.odgt --root data-gen/synth --num-class 10\n";
 
 const char* kCheckUsage =
     "usage: segtrain data check LIST [--root DIR] [--num-class N] [--classes CSV] [--threads N]\n"

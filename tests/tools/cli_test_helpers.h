@@ -1,0 +1,90 @@
+// Helpers for the CLI tests: a tiny synthetic dataset shared by the tests of one process, temporary
+// run folders, and running the segtrain binary as a child process.
+#pragma once
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "data/synth_dataset.h"
+
+namespace seg::test {
+
+// A small dataset (generated once per process): 24 training and 6 validation images, 64-96 px.
+inline const std::string& tiny_dataset() {
+  static const std::string dir = [] {
+    data::SynthOptions o;
+    o.out_dir = "/tmp/seg_cli_tiny_" + std::to_string(::getpid());
+    o.num_train = 24;
+    o.num_val = 6;
+    o.min_long_side = 64;
+    o.max_long_side = 96;
+    o.threads = 2;
+    data::generate_synthetic_dataset(o);
+    return o.out_dir;
+  }();
+  return dir;
+}
+
+inline std::string fresh_dir(const std::string& name) {
+  const std::string dir = "/tmp/seg_cli_" + name + "_" + std::to_string(::getpid());
+  std::filesystem::remove_all(dir);
+  return dir;
+}
+
+// Config overrides for a tiny MobileNetV2dilated-C1_deepsup run on tiny_dataset().
+inline std::vector<std::string> tiny_overrides(const std::string& run_dir, int epochs, int iters) {
+  const std::string d = tiny_dataset();
+  return {"DIR", run_dir, "DATASET.root_dataset", d, "DATASET.list_train", d + "/training.odgt", "DATASET.list_val",
+          d + "/validation.odgt", "DATASET.imgSizes", "(64,)", "DATASET.imgMaxSize", "96", "TRAIN.batch_size_per_gpu",
+          "2", "TRAIN.num_epoch", std::to_string(epochs), "TRAIN.epoch_iters", std::to_string(iters), "TRAIN.disp_iter",
+          "4", "TRAIN.workers", "2", "TRAIN.lr_encoder", "0.02", "TRAIN.lr_decoder", "0.02"};
+}
+
+inline std::string config_file() { return std::string(SEG_SOURCE_DIR) + "/configs/synth-mobilenetv2dilated-c1_deepsup.json"; }
+inline std::string segtrain_binary() { return std::string(SEG_BINARY_DIR) + "/bin/segtrain"; }
+
+struct RunResult {
+  int exit_code = -1;
+  std::string output;  // stdout and stderr
+};
+
+// Runs the segtrain binary with args (no shell), capturing its output.
+inline RunResult run_segtrain(const std::vector<std::string>& args) {
+  const std::string out = "/tmp/seg_cli_out_" + std::to_string(::getpid()) + ".txt";
+  std::fflush(stdout);  // else the child flushes the parent's buffered output into its own file
+  std::fflush(stderr);
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    FILE* f = std::freopen(out.c_str(), "w", stdout);
+    (void)f;
+    ::dup2(STDOUT_FILENO, STDERR_FILENO);
+    std::vector<char*> argv;
+    const std::string bin = segtrain_binary();
+    argv.push_back(const_cast<char*>(bin.c_str()));
+    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    ::execv(bin.c_str(), argv.data());
+    std::_Exit(127);
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  RunResult r;
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  FILE* f = std::fopen(out.c_str(), "r");
+  if (f) {
+    char buf[4096];
+    size_t n;
+    while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) r.output.append(buf, n);
+    std::fclose(f);
+  }
+  std::remove(out.c_str());
+  return r;
+}
+
+}  // namespace seg::test

@@ -1,0 +1,158 @@
+// The product end to end on a tiny generated dataset: train (loss falls), evaluate, predict, resume
+// exactly, survive an interrupt. Slow suite (about a minute on 2 cores).
+#include <doctest/doctest.h>
+
+#include <signal.h>
+
+#include <chrono>
+#include <cstring>
+#include <thread>
+
+#include "core/fileio.h"
+#include "core/npy.h"
+#include "core/safetensors.h"
+#include "data/image_codec.h"
+#include "tools/cli.h"
+#include "tools/config.h"
+#include "tools/evaluate.h"
+#include "tools/model_setup.h"
+#include "tools/run_setup.h"
+#include "tools/trainer.h"
+#include "tests/tools/cli_test_helpers.h"
+
+using namespace seg;
+using namespace seg::cli;
+using seg::test::fresh_dir;
+using seg::test::tiny_overrides;
+
+namespace {
+Config tiny_config(const std::string& dir, int epochs, int iters, std::vector<std::string> extra = {}) {
+  auto o = tiny_overrides(dir, epochs, iters);
+  o.insert(o.end(), extra.begin(), extra.end());
+  return load_config(seg::test::config_file(), o);
+}
+
+bool same_file(const std::string& a, const std::string& b) { return read_file(a) == read_file(b); }
+}  // namespace
+
+TEST_CASE("train, evaluate and predict on a tiny generated dataset" * doctest::test_suite("slow")) {
+  const std::string dir = fresh_dir("train");
+  const Config cfg = tiny_config(dir, 2, 12);
+  TrainRunOptions opt;
+  opt.quiet = true;
+  const TrainSummary s = run_training(cfg, CommonFlags{}, opt);
+  CHECK(s.steps == 24);
+  CHECK_FALSE(s.interrupted);
+  MESSAGE("tiny training: loss ", s.first_loss, " -> ", s.last_loss);
+  CHECK(s.last_loss < 0.8 * s.first_loss);
+  for (const char* f : {"/config.json", "/encoder_epoch_1.safetensors", "/decoder_epoch_2.safetensors",
+                        "/train_state.safetensors", "/history.csv", "/history.json", "/history.svg"})
+    CHECK_MESSAGE(file_exists(dir + f), f);
+  CHECK(read_file(dir + "/history.svg").size() > 500);
+
+  // eval through the command (its printed report) and the library (the numbers).
+  std::vector<std::string> argv = {"eval", "--cfg", seg::test::config_file(), "--checkpoint", "epoch_2.pth"};
+  for (const auto& o : tiny_overrides(dir, 2, 12)) argv.push_back(o);
+  const auto ev2 = seg::test::run_segtrain(argv);
+  CAPTURE(ev2.output);
+  REQUIRE(ev2.exit_code == 0);
+  CHECK(ev2.output.find("Mean IoU: ") != std::string::npos);
+  CHECK(ev2.output.find("class [9] kite") != std::string::npos);
+
+  // predict: coloured panel, class-index PNG, NCHW probabilities.
+  std::vector<std::string> pargs = {"predict", "--cfg", seg::test::config_file(), "--checkpoint", "epoch_2.pth",
+                                    "--imgs", seg::test::tiny_dataset() + "/images/validation", "--out", dir + "/pred",
+                                    "--npy"};
+  for (const auto& o : tiny_overrides(dir, 2, 12)) pargs.push_back(o);
+  const auto pr = seg::test::run_segtrain(pargs);
+  CAPTURE(pr.output);
+  REQUIRE(pr.exit_code == 0);
+  CHECK(pr.output.find("Predictions in [") != std::string::npos);
+  const std::string first = dir + "/pred/synth_val_00000001";
+  const data::Image labels = data::load_label(first + "_labels.png");
+  for (uint8_t v : labels.pixels) CHECK((v >= 1 && v <= 10));
+  const Tensor probs = read_npy(first + "_probs.npy");
+  REQUIRE(probs.dim() == 4);
+  CHECK(probs.size(1) == 10);  // NCHW
+  CHECK(probs.size(2) == labels.height);
+  double sum = 0;
+  for (int64_t k = 0; k < 10; ++k) sum += probs.data<float>()[k * probs.size(2) * probs.size(3)];
+  CHECK(sum == doctest::Approx(1.0).epsilon(1e-4));  // a probability distribution at pixel (0, 0)
+  CHECK(file_exists(first + ".png"));
+}
+
+TEST_CASE("--resume continues exactly: same weights as an uninterrupted run" * doctest::test_suite("slow")) {
+  TrainRunOptions opt;
+  opt.quiet = true;
+  const std::string a = fresh_dir("resume_a"), b = fresh_dir("resume_b");
+  run_training(tiny_config(a, 2, 8), CommonFlags{}, opt);
+  TrainRunOptions stop = opt;
+  stop.stop_after = 5;  // mid-epoch
+  const TrainSummary first = run_training(tiny_config(b, 2, 8), CommonFlags{}, stop);
+  CHECK(first.interrupted);
+  CHECK(first.steps == 5);
+  TrainRunOptions resume = opt;
+  resume.resume = true;
+  const TrainSummary rest = run_training(tiny_config(b, 2, 8), CommonFlags{}, resume);
+  CHECK(rest.steps == 16);
+  CHECK(same_file(a + "/encoder_epoch_2.safetensors", b + "/encoder_epoch_2.safetensors"));
+  CHECK(same_file(a + "/decoder_epoch_2.safetensors", b + "/decoder_epoch_2.safetensors"));
+  // Resuming with a different architecture is refused, naming the key.
+  TrainRunOptions again = resume;
+  CHECK_THROWS_WITH_AS(run_training(tiny_config(b, 3, 8, {"MODEL.arch_decoder", "c1", "MODEL.fc_dim", "320"}),
+                                    CommonFlags{}, again),
+                       doctest::Contains("MODEL.arch_decoder"), Error);
+}
+
+TEST_CASE("mixed precision resume is exact too (O2: master weights and loss scale in the state)" *
+          doctest::test_suite("slow")) {
+  TrainRunOptions opt;
+  opt.quiet = true;
+  const std::string a = fresh_dir("amp_a"), b = fresh_dir("amp_b");
+  run_training(tiny_config(a, 1, 8, {"TRAIN.amp", "O2"}), CommonFlags{}, opt);
+  TrainRunOptions stop = opt;
+  stop.stop_after = 3;
+  run_training(tiny_config(b, 1, 8, {"TRAIN.amp", "O2"}), CommonFlags{}, stop);
+  TrainRunOptions resume = opt;
+  resume.resume = true;
+  run_training(tiny_config(b, 1, 8, {"TRAIN.amp", "O2"}), CommonFlags{}, resume);
+  CHECK(same_file(a + "/encoder_epoch_1.safetensors", b + "/encoder_epoch_1.safetensors"));
+  const SafetensorsFile sa = read_safetensors(a + "/train_state.safetensors");
+  const SafetensorsFile sb = read_safetensors(b + "/train_state.safetensors");
+  CHECK(sa.metadata.at("loss_scale") == sb.metadata.at("loss_scale"));
+}
+
+TEST_CASE("Ctrl-C (SIGINT) saves a resumable state and exits with 130" * doctest::test_suite("slow")) {
+  const std::string dir = fresh_dir("sigint");
+  std::vector<std::string> args = {"train", "--cfg", seg::test::config_file(), "--threads", "1"};
+  for (const auto& o : tiny_overrides(dir, 50, 20)) args.push_back(o);  // long enough to be interrupted
+  std::fflush(stdout);
+  std::fflush(stderr);
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    if (!std::freopen("/dev/null", "w", stdout)) std::_Exit(126);
+    std::vector<char*> argv;
+    const std::string bin = seg::test::segtrain_binary();
+    argv.push_back(const_cast<char*>(bin.c_str()));
+    for (auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    ::execv(bin.c_str(), argv.data());
+    std::_Exit(127);
+  }
+  // Wait until training has started (history appears at the first log line), then interrupt.
+  for (int i = 0; i < 600 && !file_exists(dir + "/config.json"); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  std::this_thread::sleep_for(std::chrono::seconds(3));
+  ::kill(pid, SIGINT);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 130);
+  REQUIRE(file_exists(dir + "/train_state.safetensors"));
+  const SafetensorsFile st = read_safetensors(dir + "/train_state.safetensors");
+  const int64_t step = std::stoll(st.metadata.at("step"));
+  CHECK(step > 0);
+  CHECK(step < 1000);
+  // No temporary files left behind.
+  for (const auto& e : std::filesystem::directory_iterator(dir))
+    CHECK(e.path().filename().string().find(".tmp.") == std::string::npos);
+}
