@@ -34,7 +34,7 @@ const char* kUsage =
     "--ops-json writes every op call (shapes, hyper-parameters, mean time) for\n"
     "tools/bench/torch_ops.py, which times the same ops in PyTorch and prints the ratio.\n"
     "\n"
-    "defaults: --model mobilenetv2dilated-c1_deepsup --size 256 --batch 4 --steps 3 --warmup 1\n"
+    "defaults: --model mobilenetv2dilated-c1_deepsup --size 256 --batch 4 --steps 3 --warmup 2\n"
     "\n"
     "examples:\n"
     "  segtrain bench --model resnet50dilated-ppm_deepsup --size 256 --batch 4 --threads 2\n"
@@ -60,7 +60,7 @@ int cmd_bench(const Args& args) {
   const CommonFlags flags = parse_common_flags(
       args, {}, {"--model", "--size", "--batch", "--steps", "--warmup", "--num-class", "--ops-json"});
   std::string model_name = "mobilenetv2dilated-c1_deepsup", ops_json;
-  int64_t size = 256, batch = 4, steps = 3, warmup = 1, num_class = 150;
+  int64_t size = 256, batch = 4, steps = 3, warmup = 2, num_class = 150;
   auto number = [](const std::string& flag, const std::string& v) {
     char* end = nullptr;
     const long long n = std::strtoll(v.c_str(), &end, 10);
