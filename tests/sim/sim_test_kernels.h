@@ -1,0 +1,26 @@
+// Host-side launchers of the simulator suite's kernels (tests/sim/*.cu). Each wraps one SEG_LAUNCH;
+// pointers are device pointers (cudaMalloc). Compiles with g++ (the tests) and nvcc (CI).
+#pragma once
+
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+namespace simtest {
+
+// ---- good kernels ------------------------------------------------------------------------------
+// elementwise.cu
+void scale_exp(const float* x, float* y, int n, float scale, int blocks, int threads);
+void float_to_half(const float* x, __half* y, int n, int blocks, int threads);
+void transpose(const float* in, float* out, int rows, int cols);  // 2-D grid of 16x8 blocks
+// Every thread writes its rank in the order threads first ran, before and after a barrier.
+void run_order(int* order_before, int* order_after, int* counters, int threads);
+
+// reduction.cu: sum of x and number of positive x, by one launch of `blocks` blocks.
+void block_reduce(const float* x, int n, float* sum, int* positives, int blocks, int threads);
+
+// wmma_gemm.cu: C[M x N] = alpha * A[M x K] * B[K x N] (row-major, __half in, float out).
+void wmma_gemm(const __half* a, const __half* b, float* c, int m, int n, int k, float alpha);
+
+}  // namespace simtest
