@@ -100,7 +100,7 @@ void warp_collective(const WarpOpDesc& d, LaneArgs& mine, const Where& where) {
                  "lane " + std::to_string(me.lane) + " calls " + d.name + " at " + describe_where(where) + " with mask " + hex_mask(d.mask) +
                      " while lanes " + lane_list(op.arrived) + " wait in " + op.name + " at " + describe_where(op.where) +
                      " with the same mask");
-      if (op.uniform_bytes != d.uniform_bytes || std::memcmp(op.uniform, d.uniform, d.uniform_bytes) != 0)
+      if (op.uniform_bytes != d.uniform_bytes || (d.uniform_bytes && std::memcmp(op.uniform, d.uniform, d.uniform_bytes) != 0))
         mismatch(w, me,
                  "lane " + std::to_string(me.lane) + " calls " + d.name + " at " + describe_where(where) +
                      " with arguments (width, type, pointer, leading dimension or layout) that differ from those of lanes " +
