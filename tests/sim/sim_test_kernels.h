@@ -24,3 +24,19 @@ void block_reduce(const float* x, int n, float* sum, int* positives, int blocks,
 void wmma_gemm(const __half* a, const __half* b, float* c, int m, int n, int k, float alpha);
 
 }  // namespace simtest
+
+namespace simtest {
+
+// intrinsics.cu: exact-semantics probes; each thread writes its results (layouts in the .cu file).
+enum class ShuffleKind : int { idx = 0, up = 1, down = 2, bfly = 3 };
+void shuffle_probe(int* out, int threads, ShuffleKind kind, int arg, int width);  // out[tid] = source lane's value
+void shuffle_types_probe(double* out_double, __half* out_half, int threads);
+void vote_probe(unsigned* out, int threads);               // 6 words per thread
+void syncthreads_probe(int* out, int threads);             // 3 words per thread
+void match_reduce_probe(unsigned* out, int threads);       // 10 words per thread
+void atomics_probe(int* ints, unsigned* uints, unsigned long long* ulls, float* floats, double* doubles, __half* halves,
+                   int blocks, int threads);
+void activemask_probe(unsigned* out, int threads, int live_lanes);
+void math_probe(float* f, int* i, unsigned* u);
+
+}  // namespace simtest
