@@ -40,3 +40,21 @@ void activemask_probe(unsigned* out, int threads, int live_lanes);
 void math_probe(float* f, int* i, unsigned* u);
 
 }  // namespace simtest
+
+namespace simtest {
+
+// ptx.cu: the project's PTX helpers (kernels/cuda/ptx.h).
+// ldmatrix: src holds 32 rows of 8 b16 values; lane l addresses row perm[l] of the copy in shared
+// memory. out[4 * lane + m] = register m of the lane.
+void ldmatrix_probe(const uint16_t* src, const int* perm, uint32_t* out, int matrices, bool transpose);
+// mma.sync m16n8k16: a (16x16 row-major) and b (16x8 row-major, i.e. K x N) as raw f16 or bf16 bits,
+// c and d 16x8 row-major floats. Each lane builds its fragments from the PTX ISA layout.
+void mma_probe(const uint16_t* a, const uint16_t* b, const float* c, float* d, bool bf16);
+// cp.async: 20 floats of shared memory snapshots (layout in ptx.cu); src holds 8 floats, the second
+// copy is a 16-byte zfill with `src_bytes` valid bytes.
+void cp_async_probe(const float* src, float* out, int src_bytes);
+// C[M x N] = A[M x K] * B[K x N] (row-major __half, float out) with cp.async double buffering,
+// ldmatrix and mma.sync. K and N must be multiples of 8 (16-byte rows).
+void ptx_gemm(const __half* a, const __half* b, float* c, int m, int n, int k);
+
+}  // namespace simtest
