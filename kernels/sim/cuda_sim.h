@@ -16,6 +16,7 @@
 //   ptx_emulation.h ldmatrix, mma.sync m16n8k16, cp.async, behind kernels/cuda/ptx.h
 //   launch.h        seg::sim::launch, what SEG_LAUNCH calls
 //   sim.h           options (schedules, workers, strict mode), statistics, KernelFault
+//   runtime_templates.h  the runtime API's C++ overloads that cuda_runtime.h keeps for nvcc
 // The runtime API (cudaMalloc, cudaMemcpy, streams, events, ...) is CUDA's own declarations with
 // synchronous definitions in runtime_api.cpp.
 //
@@ -35,6 +36,7 @@
 #include "kernels/sim/intrinsics.h"
 #include "kernels/sim/launch.h"
 #include "kernels/sim/ptx_emulation.h"
+#include "kernels/sim/runtime_templates.h"
 #include "kernels/sim/sim.h"
 #include "kernels/sim/sync.h"
 #include "kernels/sim/warp.h"

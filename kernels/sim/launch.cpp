@@ -189,7 +189,7 @@ void run_launch(const LaunchRequest& request) {
   if (launch.fault) throw *launch.fault;
   const std::string slack = check_allocation_slack();
   if (!slack.empty())
-    throw KernelFault(FaultKind::bad_address, std::string("seg::sim: out-of-bounds write: kernel ") + request.kernel_name +
+    throw KernelFault(FaultKind::out_of_bounds, std::string("seg::sim: out-of-bounds write: kernel ") + request.kernel_name +
                                                   " launched at " + request.file + ":" + std::to_string(request.line) +
                                                   " wrote past the end of device allocations:\n" + slack);
 }

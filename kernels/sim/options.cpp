@@ -5,7 +5,6 @@
 #include <stdexcept>
 #include <string>
 
-#include "kernels/sim/sanitizer_hooks.h"
 #include "kernels/sim/sim.h"
 
 namespace seg::sim {
@@ -101,6 +100,7 @@ const char* fault_kind_name(FaultKind k) {
     case FaultKind::bad_argument: return "invalid argument";
     case FaultKind::fragment_mismatch: return "WMMA fragment depends on the lane";
     case FaultKind::shared_overrun: return "dynamic shared memory overrun";
+    case FaultKind::out_of_bounds: return "out-of-bounds write";
     case FaultKind::bad_address: return "address in the wrong memory space";
     case FaultKind::trap: return "trap";
   }

@@ -322,6 +322,22 @@ cudaError_t cudaMemcpyFromSymbol(void* dst, const void* symbol, size_t count, si
   std::memcpy(dst, static_cast<const char*>(symbol) + offset, count);
   return cudaSuccess;
 }
+cudaError_t cudaMemcpyToSymbolAsync(const void* symbol, const void* src, size_t count, size_t offset, cudaMemcpyKind kind,
+                                    cudaStream_t stream) {
+  if (!valid_stream(stream)) return set_last_error(cudaErrorInvalidResourceHandle);
+  return cudaMemcpyToSymbol(symbol, src, count, offset, kind);
+}
+cudaError_t cudaMemcpyFromSymbolAsync(void* dst, const void* symbol, size_t count, size_t offset, cudaMemcpyKind kind,
+                                      cudaStream_t stream) {
+  if (!valid_stream(stream)) return set_last_error(cudaErrorInvalidResourceHandle);
+  return cudaMemcpyFromSymbol(dst, symbol, count, offset, kind);
+}
+// A __device__ variable is an ordinary global in the simulator: its address is the device address.
+cudaError_t cudaGetSymbolAddress(void** dev_ptr, const void* symbol) {
+  if (!dev_ptr || !symbol) return set_last_error(cudaErrorInvalidValue);
+  *dev_ptr = const_cast<void*>(symbol);
+  return cudaSuccess;
+}
 cudaError_t cudaMemset(void* p, int value, size_t count) {
   if (count == 0) return cudaSuccess;
   if (!is_device(p, count)) return set_last_error(cudaErrorInvalidValue);

@@ -82,6 +82,7 @@ enum class FaultKind {
   bad_argument,          // other invalid arguments (mask without the caller, bad width, ...)
   fragment_mismatch,     // lanes hold different WMMA fragments: code relies on the lane mapping
   shared_overrun,        // dynamic shared memory written beyond the launched size
+  out_of_bounds,         // device memory written past the end of its allocation (found after the launch)
   bad_address,           // a pointer in the wrong memory space (e.g. cp.async from host memory)
   trap,                  // __trap() or an exception thrown by kernel code
 };

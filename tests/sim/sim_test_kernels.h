@@ -14,6 +14,15 @@ namespace simtest {
 void scale_exp(const float* x, float* y, int n, float scale, int blocks, int threads);
 void float_to_half(const float* x, __half* y, int n, int blocks, int threads);
 void transpose(const float* in, float* out, int rows, int cols);  // 2-D grid of 16x8 blocks
+// scale_exp with any launch configuration (scale 1), for the launch checks.
+void scale_exp_config(const float* x, float* y, int n, dim3 grid, dim3 block);
+// Launches a kernel without parameters `times` times; returns how many times it ran.
+int count_launches(int times);
+// y[i] *= 3 with a two-argument template kernel.
+void scale_by_three(float* y, int n);
+// y[t] = floats - 1 - t through `floats` floats of dynamic shared memory; with opt_in, first raises
+// the kernel's limit with cudaFuncSetAttribute (whose error is returned).
+cudaError_t smem_roundtrip(float* y, int threads, int floats, bool opt_in);
 // Every thread writes its rank in the order threads first ran, before and after a barrier.
 void run_order(int* order_before, int* order_after, int* counters, int threads);
 
