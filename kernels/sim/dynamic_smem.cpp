@@ -42,7 +42,7 @@ void DynamicSmem::prepare(size_t bytes) {
 
 void DynamicSmem::begin_block() {
   if (san::asan) {
-    san::poison(map, static_cast<size_t>(guard - map));
+    san::poison(map, map_size);  // the guard page too: ASan reports before the access faults
     san::unpoison(base, size);
     std::memset(base, kPoison, size);
   } else {
@@ -59,7 +59,7 @@ size_t DynamicSmem::overrun_bytes() const {
 
 DynamicSmem::~DynamicSmem() {
   if (map) {
-    san::unpoison(map, map_size - static_cast<size_t>(page_size()));
+    san::unpoison(map, map_size);
     munmap(map, map_size);
   }
 }
