@@ -10,7 +10,8 @@
 //   * TSan: one TSan fiber per simulated thread, switched without synchronisation, so that the only
 //     happens-before edges between simulated threads are the ones CUDA gives: barriers, warp
 //     collectives, block and launch boundaries (hb_release / hb_acquire). The runtime's own
-//     bookkeeping is shared by all fibers of a block and is hidden from TSan (IgnoreScope).
+//     bookkeeping is shared by all fibers of a block; the runtime is compiled without TSan
+//     instrumentation (kernels/sim/CMakeLists.txt), so TSan never sees those accesses.
 #pragma once
 
 #include <cstddef>
@@ -23,14 +24,11 @@
 #define SEG_SIM_ASAN 0
 #endif
 
-#if defined(__SANITIZE_THREAD__)
+// The runtime itself is compiled without TSan instrumentation (kernels/sim/CMakeLists.txt), where
+// __SANITIZE_THREAD__ is not defined; the build defines SEG_SIM_TSAN_BUILD instead.
+#if defined(__SANITIZE_THREAD__) || defined(SEG_SIM_TSAN_BUILD)
 #define SEG_SIM_TSAN 1
 #include <sanitizer/tsan_interface.h>
-extern "C" {
-// Dynamic annotations exported by the TSan runtime: accesses between Begin and End are not checked.
-void AnnotateIgnoreWritesBegin(const char* file, int line);
-void AnnotateIgnoreWritesEnd(const char* file, int line);
-}
 #else
 #define SEG_SIM_TSAN 0
 #endif
@@ -123,32 +121,5 @@ inline void hb_acquire(void* sync_object) {
   (void)sync_object;
 #endif
 }
-
-// Hides the runtime's own reads and writes (scheduler state shared by the fibers of a block) from
-// TSan for the lifetime of the scope. Synchronisation annotations inside the scope still count.
-struct IgnoreScope {
-#if SEG_SIM_TSAN
-  IgnoreScope() { AnnotateIgnoreWritesBegin(__FILE__, __LINE__); }
-  ~IgnoreScope() { AnnotateIgnoreWritesEnd(__FILE__, __LINE__); }
-#else
-  IgnoreScope() {}
-#endif
-  IgnoreScope(const IgnoreScope&) = delete;
-  IgnoreScope& operator=(const IgnoreScope&) = delete;
-};
-
-// Inside an IgnoreScope: checks accesses again for the lifetime of this scope. Used around the
-// completion of a warp collective, whose memory operations (a WMMA store, a shuffle's copies) are
-// the kernel's own and must be checked like any other access.
-struct CheckScope {
-#if SEG_SIM_TSAN
-  CheckScope() { AnnotateIgnoreWritesEnd(__FILE__, __LINE__); }
-  ~CheckScope() { AnnotateIgnoreWritesBegin(__FILE__, __LINE__); }
-#else
-  CheckScope() {}
-#endif
-  CheckScope(const CheckScope&) = delete;
-  CheckScope& operator=(const CheckScope&) = delete;
-};
 
 }  // namespace seg::sim::detail::san

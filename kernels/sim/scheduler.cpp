@@ -173,7 +173,6 @@ std::string thread_context(const Worker& w, const SimThread& t) {
 
 void fault(FaultKind kind, const std::string& what, const Where& where) {
   Worker& w = running_worker("a device-side check");
-  san::IgnoreScope ignore;
   raise_fault(w, kind, std::string("seg::sim: ") + fault_kind_name(kind) + ": " + what + "\n  at " + describe_where(where) + "\n  in " +
                            thread_context(w, *w.current));
 }
@@ -258,7 +257,6 @@ void make_runnable_in_order(Worker& w, uint32_t lanes, unsigned warp, bool whole
 namespace {
 
 void exit_thread(Worker& w, SimThread& me) {
-  san::IgnoreScope ignore;
   BlockRun& b = w.block;
   me.state = ThreadState::exited;
   me.wait = WaitKind::none;
@@ -333,7 +331,6 @@ void complete_barrier(Worker& w) {
 int block_barrier(BarrierOp op, int predicate, const Where& where) {
   Worker& w = running_worker(barrier_name(op));
   SimThread& me = *w.current;
-  san::IgnoreScope ignore;
   BlockRun& b = w.block;
   if (b.barrier_waiting == 0) {
     b.barrier_op = op;
@@ -372,17 +369,21 @@ uint32_t live_lanes_mask() {
 
 // ---- the host side of a block ---------------------------------------------------------------------
 
+void annotate_tls_guards_for_this_thread();  // tsan_tls_guards.cpp
+
 void prepare_worker(Worker& w, LaunchState& launch) {
+  annotate_tls_guards_for_this_thread();
   w.launch = &launch;
   w.stats = LaunchStats{};
   const unsigned n = launch.block_threads;
-  // Fibers are kept from launch to launch; they are (re)started when there are too few, when the
-  // stack size or switch implementation changed, or after a fault left them stuck mid-kernel.
-  bool restart_all = w.fibers_need_reset;
+  // Fibers are kept from launch to launch (creating one costs an mmap, and about a millisecond
+  // under TSan), one pool per switch implementation. They are started anew when there are too
+  // few, when the stack size grew, or after a fault left them stuck mid-kernel.
+  if (w.fibers_need_reset) w.threads.clear();
+  if (!w.threads.empty() && w.threads[0]->fiber.impl() != launch.switch_impl) std::swap(w.threads, w.other_threads);
   if (!w.threads.empty() &&
       (w.threads[0]->fiber.stack_bytes() < launch.stack_bytes || w.threads[0]->fiber.impl() != launch.switch_impl))
-    restart_all = true;
-  if (restart_all) w.threads.clear();
+    w.threads.clear();
   while (w.threads.size() < n) {
     auto t = std::make_unique<SimThread>();
     t->worker = &w;
@@ -480,7 +481,6 @@ namespace seg::sim::detail {
 void yield_thread() {
   Worker& w = running_worker("__nanosleep");
   SimThread& me = *w.current;
-  san::IgnoreScope ignore;
   w.block.queue.push(me.index);  // stays runnable, behind the others
   switch_to_next(w, me);
 }

@@ -34,6 +34,16 @@ WarpOp& free_slot(WarpState& ws) {
   std::abort();
 }
 
+// Compares the uniform arguments of two lanes. A plain loop, not memcmp: the other lane's bytes are
+// on its stack, and TSan (which intercepts memcmp) must not see the runtime reading them.
+bool same_bytes(const void* a, const void* b, uint32_t n) {
+  const auto* x = static_cast<const unsigned char*>(a);
+  const auto* y = static_cast<const unsigned char*>(b);
+  for (uint32_t i = 0; i < n; ++i)
+    if (x[i] != y[i]) return false;
+  return true;
+}
+
 [[noreturn]] void mismatch(Worker& w, SimThread& me, const std::string& what) {
   raise_fault(w, FaultKind::divergent_collective, "seg::sim: divergent warp collective: " + what + "\n  in " + thread_context(w, me));
 }
@@ -63,14 +73,11 @@ void try_complete(Worker& w, unsigned warp, WarpOp& op) {
   view.warp = warp;
   view.name = op.name;
   view.where = op.where;
-  {
-    // The completing lane reads what the others left for it and writes their results: acquire
-    // their arrivals first, release the results to them after.
-    san::CheckScope checked;
-    san::hb_acquire(&op);
-    op.complete(view);
-    san::hb_release(&op);
-  }
+  // The completing lane reads what the others left for it and writes their results: acquire
+  // their arrivals first, release the results to them after.
+  san::hb_acquire(&op);
+  op.complete(view);
+  san::hb_release(&op);
   ++w.stats.warp_collectives;
   op.phase = WarpOp::Phase::completed;
   op.unresumed = op.arrived;
@@ -82,7 +89,6 @@ void try_complete(Worker& w, unsigned warp, WarpOp& op) {
 void warp_collective(const WarpOpDesc& d, LaneArgs& mine, const Where& where) {
   Worker& w = running_worker(d.name);
   SimThread& me = *w.current;
-  san::IgnoreScope ignore;
   WarpState& ws = w.block.warps[me.warp];
   const uint32_t bit = 1u << me.lane;
   if (!(d.mask & bit))
@@ -100,7 +106,7 @@ void warp_collective(const WarpOpDesc& d, LaneArgs& mine, const Where& where) {
                  "lane " + std::to_string(me.lane) + " calls " + d.name + " at " + describe_where(where) + " with mask " + hex_mask(d.mask) +
                      " while lanes " + lane_list(op.arrived) + " wait in " + op.name + " at " + describe_where(op.where) +
                      " with the same mask");
-      if (op.uniform_bytes != d.uniform_bytes || (d.uniform_bytes && std::memcmp(op.uniform, d.uniform, d.uniform_bytes) != 0))
+      if (op.uniform_bytes != d.uniform_bytes || !same_bytes(op.uniform, d.uniform, d.uniform_bytes))
         mismatch(w, me,
                  "lane " + std::to_string(me.lane) + " calls " + d.name + " at " + describe_where(where) +
                      " with arguments (width, type, pointer, leading dimension or layout) that differ from those of lanes " +

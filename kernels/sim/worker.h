@@ -160,7 +160,8 @@ struct DynamicSmem {
 // One per OS thread that runs blocks: the calling thread and each pool thread.
 struct Worker {
   std::unique_ptr<Fiber> host;
-  std::vector<std::unique_ptr<SimThread>> threads;
+  std::vector<std::unique_ptr<SimThread>> threads;       // the pool in use (one per thread index)
+  std::vector<std::unique_ptr<SimThread>> other_threads;  // kept for the other switch implementation
   bool fibers_need_reset = false;  // after a fault, fibers are stuck mid-kernel
   SimThread* current = nullptr;    // the simulated thread running now (null on the host fiber)
   LaunchState* launch = nullptr;

@@ -1,5 +1,7 @@
 // Broken kernels: missing or misplaced __syncthreads. On a GPU these often give right answers
 // (warps happen to run in a lucky order); the simulator's schedules and TSan make them visible.
+#include <cuda_fp16.h>
+
 #include "kernels/cuda/dynamic_smem.h"
 #include "kernels/cuda/launch.h"
 #include "tests/sim/broken_kernels.h"
@@ -74,6 +76,16 @@ __global__ void barriers_at_different_sites_kernel(const float* x, float* y) {
   }
 }
 
+// BUG: reads a neighbour's element of a __half tile without a barrier after the writes. (Also
+// checks that TSan still sees races on class-type __shared__ arrays, whose g++ guard byte the
+// simulator declares benign.)
+__global__ void half_tile_without_barrier_kernel(const __half* x, __half* y) {
+  __shared__ __half tile[kThreads];
+  tile[threadIdx.x] = x[threadIdx.x];
+  // missing: __syncthreads();
+  y[threadIdx.x] = tile[(threadIdx.x + 1) % kThreads];
+}
+
 }  // namespace
 
 namespace simtest::broken {
@@ -90,6 +102,7 @@ void staging_without_trailing_barrier(const float* x, float* y, int tiles) {
 void early_return_before_barrier(const float* x, float* y, int n) {
   SEG_LAUNCH(early_return_before_barrier_kernel, (n + kThreads - 1) / kThreads, kThreads, 0, 0, x, y, n);
 }
+void half_tile_without_barrier(const __half* x, __half* y) { SEG_LAUNCH(half_tile_without_barrier_kernel, 1, kThreads, 0, 0, x, y); }
 void barriers_at_different_sites(const float* x, float* y) { SEG_LAUNCH(barriers_at_different_sites_kernel, 1, 64, 0, 0, x, y); }
 
 }  // namespace simtest::broken

@@ -13,6 +13,7 @@ void tree_reduction_without_barrier(const float* x, float* block_sums, int block
 void staging_without_trailing_barrier(const float* x, float* y, int tiles);  // y[i] = x[i] + x[next in tile]
 void early_return_before_barrier(const float* x, float* y, int n);           // y[i] = x[i] + x[neighbour]
 void barriers_at_different_sites(const float* x, float* y);                   // 64 threads
+void half_tile_without_barrier(const __half* x, __half* y);                   // y[t] = x[t + 1 mod 256]
 
 // broken_memory.cu
 void read_one_past_the_end(const float* x, int n, float* sum);           // reads x[n]

@@ -66,6 +66,20 @@ Outcome staging_no_trailing_barrier() {
   return attempt([&] { staging_without_trailing_barrier(dx.get(), y.get(), tiles); }, [&] { return mismatches(y.download(), want); });
 }
 
+Outcome half_tile_no_barrier() {
+  std::vector<__half> x(256);
+  for (int i = 0; i < 256; ++i) x[i] = __float2half(static_cast<float>(i % 50) + 0.5f);
+  std::vector<double> want(256);
+  for (int i = 0; i < 256; ++i) want[i] = __half2float(x[(i + 1) % 256]);
+  DeviceBuffer<__half> dx(x), y(256);
+  return attempt([&] { half_tile_without_barrier(dx.get(), y.get()); },
+                 [&] {
+                   std::vector<float> got;
+                   for (const __half h : y.download()) got.push_back(__half2float(h));
+                   return mismatches(got, want);
+                 });
+}
+
 Outcome early_return_before_barrier() {
   const int n = 300, threads = 256;
   const std::vector<float> x = ramp(n);
@@ -253,6 +267,7 @@ const std::vector<Bug>& bug_catalogue() {
       {"warp_sums_no_barrier", "missing barrier before warp 0 reads the warp sums", &warp_sums_no_barrier},
       {"tree_no_barrier", "tree reduction, barrier missing inside the loop", &tree_no_barrier},
       {"staging_no_trailing_barrier", "staging loop, trailing barrier missing (write after read)", &staging_no_trailing_barrier},
+      {"half_tile_no_barrier", "__half tile read without a barrier after the writes", &half_tile_no_barrier},
       {"early_return_before_barrier", "`if (i >= n) return;` before __syncthreads", &early_return_before_barrier},
       {"barriers_different_sites", "two groups wait at different __syncthreads", &barriers_different_sites},
       {"read_past_end", "global read `i <= n` (1 past the end)", &read_past_end},
