@@ -23,6 +23,7 @@ void dynamic_shared_overrun(float* y, int threads, int launched_floats);  // eac
 void dynamic_shared_uninitialised(const float* x, float* y);             // 128 threads, reads smem[128]
 void non_atomic_cross_block_add(float* total, int blocks);               // *total += 1 per block
 void stack_overflow(float* y);                                           // 1 MiB local array
+void trap(float* y);                                                     // thread 3 calls __trap()
 
 // broken_warp.cu (y: one value per thread)
 void divergent_shuffle_then_barrier(const float* x, float* y);  // 64 threads

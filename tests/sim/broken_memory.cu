@@ -55,6 +55,12 @@ __global__ void stack_overflow_kernel(float* y) {
   y[threadIdx.x] = pad[threadIdx.x];
 }
 
+// Not a bug, a deliberate stop: __trap() aborts the kernel.
+__global__ void trap_kernel(float* y) {
+  if (threadIdx.x == 3) __trap();
+  y[threadIdx.x] = 1.0f;
+}
+
 }  // namespace
 
 namespace simtest::broken {
@@ -69,6 +75,7 @@ void dynamic_shared_uninitialised(const float* x, float* y) {
   SEG_LAUNCH(dynamic_shared_uninitialised_kernel, 1, 128, 129 * sizeof(float), 0, x, y);
 }
 void non_atomic_cross_block_add(float* total, int blocks) { SEG_LAUNCH(non_atomic_cross_block_add_kernel, blocks, 32, 0, 0, total); }
+void trap(float* y) { SEG_LAUNCH(trap_kernel, 1, 32, 0, 0, y); }
 void stack_overflow(float* y) { SEG_LAUNCH(stack_overflow_kernel, 1, 32, 0, 0, y); }
 
 }  // namespace simtest::broken

@@ -151,6 +151,11 @@ Outcome cross_block_non_atomic() {
   return attempt([&] { non_atomic_cross_block_add(total.get(), blocks); }, [&] { return mismatches(total.download(), {double(blocks)}); });
 }
 
+Outcome trap_case() {
+  DeviceBuffer<float> y(32);
+  return attempt([&] { trap(y.get()); }, [&] { return size_t{0}; });
+}
+
 Outcome stack_overflow_case() {
   DeviceBuffer<float> y(32);
   return attempt([&] { stack_overflow(y.get()); }, [&] { return size_t{0}; });
@@ -278,6 +283,7 @@ const std::vector<Bug>& bug_catalogue() {
       {"dynamic_shared_uninitialised", "dynamic shared memory read before anyone wrote it", &dynamic_shared_uninitialised_case},
       {"cross_block_non_atomic", "every block does `*total += 1` without an atomic", &cross_block_non_atomic},
       {"stack_overflow", "1 MiB local array in a kernel", &stack_overflow_case},
+      {"trap", "a thread calls __trap()", &trap_case},
       {"divergent_shuffle_barrier", "full-mask shuffle inside `if (lane < 16)`, other lanes at a barrier", &divergent_shuffle_barrier},
       {"divergent_shuffle_exit", "full-mask shuffle inside `if (lane < 16)`, other lanes exited", &divergent_shuffle_exit},
       {"partial_warp", "48-thread block, full-mask shuffle reduction", &partial_warp},
