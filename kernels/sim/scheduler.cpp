@@ -48,7 +48,8 @@ void activate(Worker& w, SimThread& t) {
 }
 
 bool same_site(const Where& a, const Where& b) {
-  return a.line() == b.line() && a.column() == b.column() && std::strcmp(a.file_name(), b.file_name()) == 0;
+  return a.line() == b.line() && a.column() == b.column() &&
+         (a.file_name() == b.file_name() || std::strcmp(a.file_name(), b.file_name()) == 0);
 }
 
 const char* barrier_name(BarrierOp op) {

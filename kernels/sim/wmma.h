@@ -205,12 +205,16 @@ void mma_complete(seg::sim::detail::WarpOpView& v) {
   const C& c = *ops(0).c;
   constexpr int M = A::rows, K = A::cols, N = B::cols;
   D result;
-  for (int i = 0; i < M; ++i)
-    for (int j = 0; j < N; ++j) {
-      float acc = to_float(c.x[i * N + j]);
-      for (int k = 0; k < K; ++k) acc = std::fma(multiplicand(a.x[i * K + k]), multiplicand(b.x[k * N + j]), acc);
-      result.x[i * N + j] = from_float<typename D::storage_element_type>(acc);
+  float acc[N];
+  for (int i = 0; i < M; ++i) {
+    // Each element accumulates in k order; the j loop innermost lets the compiler vectorise.
+    for (int j = 0; j < N; ++j) acc[j] = to_float(c.x[i * N + j]);
+    for (int k = 0; k < K; ++k) {
+      const float aik = multiplicand(a.x[i * K + k]);
+      for (int j = 0; j < N; ++j) acc[j] = std::fma(aik, multiplicand(b.x[k * N + j]), acc[j]);
     }
+    for (int j = 0; j < N; ++j) result.x[i * N + j] = from_float<typename D::storage_element_type>(acc[j]);
+  }
   for (unsigned l = 0; l < 32; ++l) std::memcpy(static_cast<D*>(v.lanes[l]->out)->x, result.x, sizeof result.x);
 }
 
