@@ -159,17 +159,21 @@ std::string thread_context(const Worker& w, const SimThread& t) {
          std::to_string(t.warp) + ", lane " + std::to_string(t.lane) + ")";
 }
 
+namespace {
+// Thrown by raise_fault: unwinds the faulting thread's stack up to thread_main, running the
+// destructors of whatever the kernel and the runtime held (a report string, say), which would
+// otherwise leak when the fiber is discarded.
+struct AbandonThread {};
+}  // namespace
+
 [[noreturn]] void raise_fault(Worker& w, FaultKind kind, const std::string& report) {
+  if (!w.current) die("raise_fault outside a simulated thread: " + report);
   BlockRun& b = w.block;
   b.faulted = true;
   b.fault_kind = kind;
   b.fault_report = report;
   w.fibers_need_reset = true;
-  SimThread* me = w.current;
-  w.current = nullptr;
-  if (!me) die("raise_fault outside a simulated thread: " + report);
-  switch_fiber(me->fiber, *w.host);
-  die("a faulted simulated thread was resumed");
+  throw AbandonThread{};
 }
 
 void fault(FaultKind kind, const std::string& what, const Where& where) {
@@ -274,6 +278,8 @@ void run_kernel_body(Worker& w) {
   try {
     w.launch->request->invoker->run_thread();
     return;
+  } catch (const AbandonThread&) {
+    throw;
   } catch (const std::exception& e) {
     error = std::string("kernel code threw an exception: ") + e.what();
   } catch (...) {
@@ -284,13 +290,27 @@ void run_kernel_body(Worker& w) {
   fault(FaultKind::trap, error, std::source_location::current());
 }
 
+// After a fault: hands control to the host for good (the fiber is discarded before reuse).
+[[noreturn]] void park_abandoned(Worker& w, SimThread& me) {
+  w.current = nullptr;
+  san::hb_release(&w.block_end_sync);  // the host reads the report this thread wrote
+  switch_fiber(me.fiber, *w.host);
+  die("an abandoned simulated thread was resumed");
+}
+
 void thread_main(void* arg) {
   SimThread& me = *static_cast<SimThread*>(arg);
   for (;;) {
     Worker& w = *me.worker;
     san::hb_acquire(&w.block_start_sync);
-    run_kernel_body(w);
-    exit_thread(w, me);  // returns when the thread is started again in a later block
+    bool abandoned = false;
+    try {
+      run_kernel_body(w);
+      exit_thread(w, me);  // returns when the thread is started again in a later block
+    } catch (const AbandonThread&) {
+      abandoned = true;
+    }
+    if (abandoned) park_abandoned(w, me);
   }
 }
 
@@ -458,6 +478,15 @@ void run_block(Worker& w, uint64_t linear) {
   }
   w.current = nullptr;
   san::hb_acquire(&w.block_end_sync);
+  if (b.faulted || b.live > 0) {
+    // The block is abandoned with threads stuck mid-kernel; whatever they did (reading the
+    // launch's arguments on the launching thread's stack, say) must happen before the host goes
+    // on. Each stopped after releasing one of these objects.
+    san::hb_acquire(&w.yield_sync);
+    for (char& sync : w.barrier_sync) san::hb_acquire(&sync);
+    for (WarpState& ws : b.warps)
+      for (WarpOp& op : ws.ops) san::hb_acquire(&op);
+  }
   if (b.faulted) return;
   if (b.live > 0) {
     b.faulted = true;
@@ -483,6 +512,7 @@ void yield_thread() {
   Worker& w = running_worker("__nanosleep");
   SimThread& me = *w.current;
   w.block.queue.push(me.index);  // stays runnable, behind the others
+  san::hb_release(&w.yield_sync);  // acquired by the host only if the block is abandoned
   switch_to_next(w, me);
 }
 

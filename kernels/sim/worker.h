@@ -168,8 +168,8 @@ struct Worker {
   BlockRun block;
   DynamicSmem smem;
   LaunchStats stats;
-  // TSan sync objects: block boundaries, and the two alternating barrier generations.
-  char block_start_sync = 0, block_end_sync = 0;
+  // TSan sync objects: block boundaries, the two alternating barrier generations, yields.
+  char block_start_sync = 0, block_end_sync = 0, yield_sync = 0;
   char barrier_sync[2] = {0, 0};
 };
 

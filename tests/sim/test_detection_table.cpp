@@ -16,8 +16,9 @@ std::string describe(const simtest::BugRun& r) {
     if (r.outcome == "correct" && r.exit_code != 0) return "exit " + std::to_string(r.exit_code);
     return r.outcome;
   }
-  for (const char* report : {"heap-buffer-overflow", "use-after-poison", "stack-overflow", "out of bounds", "SEGV on unknown address",
-                             "dynamic shared memory given at launch", "device allocation", "stack overflow"})
+  // The simulator's own SIGSEGV explanations first, then sanitizer reports.
+  for (const char* report : {"dynamic shared memory given at launch", "device allocation", "stack overflow:", "heap-buffer-overflow",
+                             "use-after-poison", "out of bounds", "SEGV on unknown address"})
     if (r.caught_by(report)) return std::string("crash: ") + report;
   return r.signal ? "killed by signal " + std::to_string(r.signal) : "exit " + std::to_string(r.exit_code);
 }
