@@ -95,7 +95,7 @@ const char* fault_kind_name(FaultKind k) {
     case FaultKind::deadlock: return "deadlock";
     case FaultKind::divergent_collective: return "divergent warp collective";
     case FaultKind::barrier_divergence: return "divergent __syncthreads";
-    case FaultKind::inactive_lanes: return "warp collective names inactive lanes";
+    case FaultKind::inactive_lanes: return "shuffle from an inactive lane";
     case FaultKind::misaligned: return "misaligned address";
     case FaultKind::bad_argument: return "invalid argument";
     case FaultKind::fragment_mismatch: return "WMMA fragment depends on the lane";

@@ -35,8 +35,9 @@ struct Options {
   int workers = 1;
   // Strict mode turns undefined behaviour that happens to work on current GPUs into faults:
   // a __syncthreads that completes after some threads of the block exited, threads waiting at
-  // different __syncthreads call sites, and warp collectives whose mask names exited or
-  // nonexistent lanes (e.g. full-mask shuffles in a block of 48 threads).
+  // different __syncthreads call sites, and shuffles that read a lane which did not take part
+  // (exited, nonexistent in a partial warp, outside the mask: e.g. a full-mask reduction in a
+  // block of 48 threads). Without it such reads return the poison value 0xFF.. and are counted.
   bool strict = true;
   size_t stack_bytes = 0;  // 0: the default for this build
   bool use_ucontext = false;
@@ -77,7 +78,7 @@ enum class FaultKind {
   deadlock,              // no thread can run but some have not finished
   divergent_collective,  // lanes of a warp disagree on a collective (op, mask, arguments)
   barrier_divergence,    // __syncthreads reached after exits or at different call sites (strict)
-  inactive_lanes,        // a warp collective's mask names exited or nonexistent lanes (strict)
+  inactive_lanes,        // a shuffle reads a lane that did not take part: exited, nonexistent, outside the mask (strict)
   misaligned,            // pointer or leading dimension breaks an alignment rule (WMMA, ldmatrix, cp.async)
   bad_argument,          // other invalid arguments (mask without the caller, bad width, ...)
   fragment_mismatch,     // lanes hold different WMMA fragments: code relies on the lane mapping

@@ -54,7 +54,6 @@ ChildResult run_child(const std::string& name, const std::vector<std::string>& e
   for (char** e = environ; *e; ++e)
     if (std::strncmp(*e, "SEG_SIM_", 8) != 0) vars.emplace_back(*e);
   for (const std::string& v : env) vars.push_back(v);
-  vars.emplace_back("SEG_SIM_TEST_CHILD=1");
   std::vector<char*> envp;
   for (std::string& v : vars) envp.push_back(v.data());
   envp.push_back(nullptr);

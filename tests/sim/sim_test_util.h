@@ -78,7 +78,4 @@ struct ChildResult {
 // process whose SEG_SIM_* environment is exactly `env` (e.g. {"SEG_SIM_WORKERS=2"}).
 ChildResult run_child(const std::string& name, const std::vector<std::string>& env = {});
 
-// Marks test cases that only run inside run_child.
-inline bool in_child() { return std::getenv("SEG_SIM_TEST_CHILD") != nullptr; }
-
 }  // namespace simtest

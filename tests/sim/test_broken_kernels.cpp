@@ -11,7 +11,7 @@ namespace {
 
 const char* const kDeadlock = "fault:deadlock";
 const char* const kDivergentBarrier = "fault:divergent __syncthreads";
-const char* const kInactiveLanes = "fault:warp collective names inactive lanes";
+const char* const kInactiveLanes = "fault:shuffle from an inactive lane";
 const char* const kDivergentCollective = "fault:divergent warp collective";
 const char* const kBadArgument = "fault:invalid argument";
 const char* const kMisaligned = "fault:misaligned address";
