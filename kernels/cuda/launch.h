@@ -25,8 +25,9 @@
 
 #include "kernels/sim/launch.h"
 
-#define SEG_LAUNCH(kernel, grid, block, dynamic_smem_bytes, stream, ...)                                                 \
-  ::seg::sim::launch(#kernel, __FILE__, __LINE__, kernel, grid, block, dynamic_smem_bytes, stream __VA_OPT__(, ) __VA_ARGS__)
+#define SEG_LAUNCH(kernel, grid, block, dynamic_smem_bytes, stream, ...)                   \
+  ::seg::sim::launch(#kernel, __FILE__, __LINE__, kernel, grid, block, dynamic_smem_bytes, \
+                     stream __VA_OPT__(, ) __VA_ARGS__)
 
 #elif defined(__CUDACC__)
 
@@ -36,24 +37,25 @@
 namespace seg::cuda::detail {
 
 template <class... Params, class... Args>
-void launch_checked(const char* kernel_name, const char* file, int line, void (*kernel)(Params...), dim3 grid, dim3 block,
-                    size_t dynamic_smem_bytes, cudaStream_t stream, Args&&... args) {
+void launch_checked(const char* kernel_name, const char* file, int line, void (*kernel)(Params...), dim3 grid,
+                    dim3 block, size_t dynamic_smem_bytes, cudaStream_t stream, Args&&... args) {
   static_assert(sizeof...(Params) == sizeof...(Args), "SEG_LAUNCH: the number of arguments does not match the kernel");
-  kernel<<<grid, block, dynamic_smem_bytes, stream>>>(std::forward<Args>(args)...);
+  kernel<<<grid, block, dynamic_smem_bytes, stream> > >(std::forward<Args>(args)...);
   const cudaError_t err = cudaGetLastError();
   if (err != cudaSuccess) {
-    throw LaunchError(std::string("CUDA launch of ") + kernel_name + " at " + file + ":" + std::to_string(line) + " failed: " +
-                      cudaGetErrorName(err) + " (" + cudaGetErrorString(err) + "); grid (" + std::to_string(grid.x) + "," +
-                      std::to_string(grid.y) + "," + std::to_string(grid.z) + "), block (" + std::to_string(block.x) + "," +
-                      std::to_string(block.y) + "," + std::to_string(block.z) + "), " + std::to_string(dynamic_smem_bytes) +
+    throw LaunchError(std::string("CUDA launch of ") + kernel_name + " at " + file + ":" + std::to_string(line) +
+                      " failed: " + cudaGetErrorName(err) + " (" + cudaGetErrorString(err) + "); grid (" +
+                      std::to_string(grid.x) + "," + std::to_string(grid.y) + "," + std::to_string(grid.z) +
+                      "), block (" + std::to_string(block.x) + "," + std::to_string(block.y) + "," +
+                      std::to_string(block.z) + "), " + std::to_string(dynamic_smem_bytes) +
                       " B dynamic shared memory");
   }
 }
 
 }  // namespace seg::cuda::detail
 
-#define SEG_LAUNCH(kernel, grid, block, dynamic_smem_bytes, stream, ...)                                                  \
-  ::seg::cuda::detail::launch_checked(#kernel, __FILE__, __LINE__, kernel, grid, block, dynamic_smem_bytes,               \
+#define SEG_LAUNCH(kernel, grid, block, dynamic_smem_bytes, stream, ...)                                    \
+  ::seg::cuda::detail::launch_checked(#kernel, __FILE__, __LINE__, kernel, grid, block, dynamic_smem_bytes, \
                                       stream __VA_OPT__(, ) __VA_ARGS__)
 
 #else

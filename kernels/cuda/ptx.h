@@ -35,7 +35,9 @@ namespace seg::ptx {
 
 #if defined(__CUDACC__)
 // The 32-bit shared-state-space address of a generic pointer into shared memory.
-__device__ __forceinline__ uint32_t shared_address(const void* p) { return static_cast<uint32_t>(__cvta_generic_to_shared(p)); }
+__device__ __forceinline__ uint32_t shared_address(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
 #endif
 
 // ---- ldmatrix -----------------------------------------------------------------------------------
@@ -50,7 +52,9 @@ SEG_PTX_DEVICE void ldmatrix_x2(uint32_t (&r)[2], const void* row SEG_PTX_WHERE)
 #if defined(SEG_CUDA_SIM)
   sim::ptx::ldmatrix(r, 2, false, row, where);
 #else
-  asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];\n" : "=r"(r[0]), "=r"(r[1]) : "r"(shared_address(row)));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];\n"
+               : "=r"(r[0]), "=r"(r[1])
+               : "r"(shared_address(row)));
 #endif
 }
 SEG_PTX_DEVICE void ldmatrix_x4(uint32_t (&r)[4], const void* row SEG_PTX_WHERE) {
@@ -73,7 +77,9 @@ SEG_PTX_DEVICE void ldmatrix_x2_trans(uint32_t (&r)[2], const void* row SEG_PTX_
 #if defined(SEG_CUDA_SIM)
   sim::ptx::ldmatrix(r, 2, true, row, where);
 #else
-  asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0, %1}, [%2];\n" : "=r"(r[0]), "=r"(r[1]) : "r"(shared_address(row)));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0, %1}, [%2];\n"
+               : "=r"(r[0]), "=r"(r[1])
+               : "r"(shared_address(row)));
 #endif
 }
 SEG_PTX_DEVICE void ldmatrix_x4_trans(uint32_t (&r)[4], const void* row SEG_PTX_WHERE) {
@@ -87,22 +93,26 @@ SEG_PTX_DEVICE void ldmatrix_x4_trans(uint32_t (&r)[4], const void* row SEG_PTX_
 }
 
 // ---- mma.sync m16n8k16, f32 accumulate -------------------------------------------------------------
-SEG_PTX_DEVICE void mma_m16n8k16_f16(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2], const float (&c)[4] SEG_PTX_WHERE) {
+SEG_PTX_DEVICE void mma_m16n8k16_f16(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2],
+                                     const float (&c)[4] SEG_PTX_WHERE) {
 #if defined(SEG_CUDA_SIM)
   sim::ptx::mma_m16n8k16(d, a, b, c, false, where);
 #else
   asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%10, %11, %12, %13};\n"
+      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%10, %11, %12, "
+      "%13};\n"
       : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "f"(c[0]), "f"(c[1]), "f"(c[2]), "f"(c[3]));
 #endif
 }
-SEG_PTX_DEVICE void mma_m16n8k16_bf16(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2], const float (&c)[4] SEG_PTX_WHERE) {
+SEG_PTX_DEVICE void mma_m16n8k16_bf16(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2],
+                                      const float (&c)[4] SEG_PTX_WHERE) {
 #if defined(SEG_CUDA_SIM)
   sim::ptx::mma_m16n8k16(d, a, b, c, true, where);
 #else
   asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%10, %11, %12, %13};\n"
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%10, %11, "
+      "%12, %13};\n"
       : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "f"(c[0]), "f"(c[1]), "f"(c[2]), "f"(c[3]));
 #endif
@@ -116,9 +126,11 @@ SEG_PTX_DEVICE void cp_async(void* shared_dst, const void* global_src SEG_PTX_WH
   sim::ptx::cp_async(shared_dst, global_src, Bytes, Bytes, where);
 #else
   if constexpr (Bytes == 16) {
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(shared_address(shared_dst)), "l"(global_src) : "memory");
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(shared_address(shared_dst)), "l"(global_src)
+                 : "memory");
   } else {
-    asm volatile("cp.async.ca.shared.global [%0], [%1], %2;\n" ::"r"(shared_address(shared_dst)), "l"(global_src), "n"(Bytes)
+    asm volatile("cp.async.ca.shared.global [%0], [%1], %2;\n" ::"r"(shared_address(shared_dst)), "l"(global_src),
+                 "n"(Bytes)
                  : "memory");
   }
 #endif
@@ -129,7 +141,8 @@ SEG_PTX_DEVICE void cp_async_16_zfill(void* shared_dst, const void* global_src, 
 #if defined(SEG_CUDA_SIM)
   sim::ptx::cp_async(shared_dst, global_src, 16, src_bytes, where);
 #else
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(shared_address(shared_dst)), "l"(global_src), "r"(src_bytes)
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(shared_address(shared_dst)), "l"(global_src),
+               "r"(src_bytes)
                : "memory");
 #endif
 }

@@ -57,9 +57,13 @@ inline float atomicExch(float* address, float value) {
   return old;
 }
 
-#define SEG_SIM_ATOMIC_MINMAX(T)                                                                              \
-  inline T atomicMin(T* a, T v) { return seg::sim::detail::atomic_update(a, [v](T x) { return v < x ? v : x; }); } \
-  inline T atomicMax(T* a, T v) { return seg::sim::detail::atomic_update(a, [v](T x) { return v > x ? v : x; }); }
+#define SEG_SIM_ATOMIC_MINMAX(T)                                                   \
+  inline T atomicMin(T* a, T v) {                                                  \
+    return seg::sim::detail::atomic_update(a, [v](T x) { return v < x ? v : x; }); \
+  }                                                                                \
+  inline T atomicMax(T* a, T v) {                                                  \
+    return seg::sim::detail::atomic_update(a, [v](T x) { return v > x ? v : x; }); \
+  }
 SEG_SIM_ATOMIC_MINMAX(int)
 SEG_SIM_ATOMIC_MINMAX(unsigned int)
 SEG_SIM_ATOMIC_MINMAX(long long)
@@ -74,10 +78,10 @@ inline unsigned int atomicDec(unsigned int* a, unsigned int limit) {
   return seg::sim::detail::atomic_update(a, [limit](unsigned x) { return (x == 0 || x > limit) ? limit : x - 1u; });
 }
 
-#define SEG_SIM_ATOMIC_CAS(T)                                                                \
-  inline T atomicCAS(T* address, T compare, T value) {                                      \
+#define SEG_SIM_ATOMIC_CAS(T)                                                                         \
+  inline T atomicCAS(T* address, T compare, T value) {                                                \
     __atomic_compare_exchange_n(address, &compare, value, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED); \
-    return compare;                                                                         \
+    return compare;                                                                                   \
   }
 SEG_SIM_ATOMIC_CAS(int)
 SEG_SIM_ATOMIC_CAS(unsigned int)
@@ -85,13 +89,21 @@ SEG_SIM_ATOMIC_CAS(unsigned long long)
 SEG_SIM_ATOMIC_CAS(unsigned short)
 #undef SEG_SIM_ATOMIC_CAS
 
-inline float atomicAdd(float* a, float v) { return seg::sim::detail::atomic_update(a, [v](float x) { return x + v; }); }
-inline double atomicAdd(double* a, double v) { return seg::sim::detail::atomic_update(a, [v](double x) { return x + v; }); }
-inline __half atomicAdd(__half* a, __half v) { return seg::sim::detail::atomic_update(a, [v](__half x) { return __hadd(x, v); }); }
+inline float atomicAdd(float* a, float v) {
+  return seg::sim::detail::atomic_update(a, [v](float x) { return x + v; });
+}
+inline double atomicAdd(double* a, double v) {
+  return seg::sim::detail::atomic_update(a, [v](double x) { return x + v; });
+}
+inline __half atomicAdd(__half* a, __half v) {
+  return seg::sim::detail::atomic_update(a, [v](__half x) { return __hadd(x, v); });
+}
 inline __nv_bfloat16 atomicAdd(__nv_bfloat16* a, __nv_bfloat16 v) {
   return seg::sim::detail::atomic_update(a, [v](__nv_bfloat16 x) { return __hadd(x, v); });
 }
-inline __half2 atomicAdd(__half2* a, __half2 v) { return seg::sim::detail::atomic_update(a, [v](__half2 x) { return __hadd2(x, v); }); }
+inline __half2 atomicAdd(__half2* a, __half2 v) {
+  return seg::sim::detail::atomic_update(a, [v](__half2 x) { return __hadd2(x, v); });
+}
 inline __nv_bfloat162 atomicAdd(__nv_bfloat162* a, __nv_bfloat162 v) {
   return seg::sim::detail::atomic_update(a, [v](__nv_bfloat162 x) { return __hadd2(x, v); });
 }
@@ -99,14 +111,26 @@ inline float atomicSub(float* a, float v) { return atomicAdd(a, -v); }
 
 // Scoped variants: one simulated device, one memory, so every scope behaves the same.
 template <class T, class... A>
-inline auto atomicAdd_block(T* a, A... v) { return atomicAdd(a, v...); }
+inline auto atomicAdd_block(T* a, A... v) {
+  return atomicAdd(a, v...);
+}
 template <class T, class... A>
-inline auto atomicAdd_system(T* a, A... v) { return atomicAdd(a, v...); }
+inline auto atomicAdd_system(T* a, A... v) {
+  return atomicAdd(a, v...);
+}
 template <class T, class... A>
-inline auto atomicMax_block(T* a, A... v) { return atomicMax(a, v...); }
+inline auto atomicMax_block(T* a, A... v) {
+  return atomicMax(a, v...);
+}
 template <class T, class... A>
-inline auto atomicMin_block(T* a, A... v) { return atomicMin(a, v...); }
+inline auto atomicMin_block(T* a, A... v) {
+  return atomicMin(a, v...);
+}
 template <class T, class... A>
-inline auto atomicExch_block(T* a, A... v) { return atomicExch(a, v...); }
+inline auto atomicExch_block(T* a, A... v) {
+  return atomicExch(a, v...);
+}
 template <class T, class... A>
-inline auto atomicCAS_block(T* a, A... v) { return atomicCAS(a, v...); }
+inline auto atomicCAS_block(T* a, A... v) {
+  return atomicCAS(a, v...);
+}

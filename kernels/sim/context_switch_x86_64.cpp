@@ -75,16 +75,16 @@ void* prepare_assembly_stack(void* stack_base, size_t stack_size, void (*entry)(
   auto top = reinterpret_cast<uintptr_t>(stack_base) + stack_size;
   top &= ~uintptr_t{15};
   auto* frame = reinterpret_cast<uint64_t*>(top - 80);  // 9 words used, 16-byte aligned start
-  const uint32_t mxcsr = 0x1F80;                         // all exceptions masked, round to nearest
-  const uint16_t fpucw = 0x037F;                         // x87 default control word
+  const uint32_t mxcsr = 0x1F80;                        // all exceptions masked, round to nearest
+  const uint16_t fpucw = 0x037F;                        // x87 default control word
   std::memcpy(&frame[0], &mxcsr, sizeof mxcsr);
   std::memcpy(reinterpret_cast<char*>(&frame[0]) + 4, &fpucw, sizeof fpucw);
-  frame[1] = 0;                                          // r15
-  frame[2] = 0;                                          // r14
-  frame[3] = reinterpret_cast<uint64_t>(arg);            // r13
-  frame[4] = reinterpret_cast<uint64_t>(entry);          // r12
-  frame[5] = 0;                                          // rbx
-  frame[6] = 0;                                          // rbp: ends frame-pointer stack walks
+  frame[1] = 0;                                  // r15
+  frame[2] = 0;                                  // r14
+  frame[3] = reinterpret_cast<uint64_t>(arg);    // r13
+  frame[4] = reinterpret_cast<uint64_t>(entry);  // r12
+  frame[5] = 0;                                  // rbx
+  frame[6] = 0;                                  // rbp: ends frame-pointer stack walks
   frame[7] = reinterpret_cast<uint64_t>(&seg_sim_fiber_start);
   frame[8] = 0;
   return frame;

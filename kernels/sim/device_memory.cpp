@@ -140,8 +140,8 @@ std::string check_allocation_slack() {
     for (size_t i = a.bytes; i < a.rounded; ++i) changed += p[i] != kPoison;
     if (changed) {
       char line[160];
-      std::snprintf(line, sizeof line, "  %zu byte(s) written past the end of the %zu-byte allocation at %p\n", changed, a.bytes,
-                    static_cast<void*>(p));
+      std::snprintf(line, sizeof line, "  %zu byte(s) written past the end of the %zu-byte allocation at %p\n", changed,
+                    a.bytes, static_cast<void*>(p));
       report += line;
       std::memset(p + a.bytes, kPoison, a.rounded - a.bytes);  // report each overrun once
     }

@@ -51,9 +51,9 @@ struct WarpOpDesc {
   const char* name;         // for reports: "__shfl_xor_sync", "wmma::mma_sync", ...
   WarpOpComplete complete;  // also identifies the operation: lanes must agree on it
   uint32_t mask;
-  const void* uniform;      // arguments every lane must pass identically (compared bytewise)
+  const void* uniform;  // arguments every lane must pass identically (compared bytewise)
   uint32_t uniform_bytes;
-  bool full_warp;           // WMMA and PTX warp ops: all 32 lanes must take part
+  bool full_warp;  // WMMA and PTX warp ops: all 32 lanes must take part
 };
 void warp_collective(const WarpOpDesc& op, LaneArgs& mine, const Where& where);
 
@@ -63,7 +63,6 @@ void inactive_lane_read(const WarpOpView& view, unsigned reader, unsigned src);
 
 // ---- the calling simulated thread -----------------------------------------------------------
 unsigned lane_id();
-unsigned warp_id();
 uint32_t live_lanes_mask();  // lanes of the caller's warp that exist and have not exited
 
 // Reports a fault in the calling simulated thread and abandons the launch (SEG_LAUNCH throws).

@@ -68,13 +68,13 @@ void* dynamic_smem(size_t alignment, size_t byte_offset, const Where& where) {
   Worker& w = running_worker("seg::dynamic_smem");
   if (alignment && byte_offset % alignment != 0)
     fault(FaultKind::misaligned,
-          "seg::dynamic_smem: byte offset " + std::to_string(byte_offset) + " is not a multiple of the element alignment " +
-              std::to_string(alignment),
+          "seg::dynamic_smem: byte offset " + std::to_string(byte_offset) +
+              " is not a multiple of the element alignment " + std::to_string(alignment),
           where);
   if (byte_offset > w.smem.size)
     fault(FaultKind::shared_overrun,
-          "seg::dynamic_smem: byte offset " + std::to_string(byte_offset) + " is beyond the " + std::to_string(w.smem.size) +
-              " bytes of dynamic shared memory given at launch",
+          "seg::dynamic_smem: byte offset " + std::to_string(byte_offset) + " is beyond the " +
+              std::to_string(w.smem.size) + " bytes of dynamic shared memory given at launch",
           where);
   return w.smem.base + byte_offset;
 }

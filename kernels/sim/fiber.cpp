@@ -73,8 +73,8 @@ void Fiber::start(Entry entry, void* arg, size_t stack_bytes, SwitchImpl impl, c
   const size_t page = page_size();
   const size_t usable = (stack_bytes + page - 1) / page * page;
   map_size_ = usable + page;
-  map_base_ = mmap(nullptr, map_size_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK,
-                   -1, 0);
+  map_base_ =
+      mmap(nullptr, map_size_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
   if (map_base_ == MAP_FAILED) {
     map_base_ = nullptr;
     throw std::bad_alloc();

@@ -43,7 +43,6 @@ class Fiber {
   // throws the old stack away; that is how fibers abandoned mid-kernel (after a fault) are reset.
   void start(Entry entry, void* arg, size_t stack_bytes, SwitchImpl impl, const char* name);
 
-  bool started() const { return stack_base_ != nullptr || is_host_; }
   SwitchImpl impl() const { return impl_; }
 
   // Whether `addr` lies in this fiber's guard page (used to explain a SIGSEGV as a stack overflow).
@@ -61,11 +60,11 @@ class Fiber {
 
   bool is_host_ = false;
   SwitchImpl impl_ = SwitchImpl::assembly;
-  void* saved_sp_ = nullptr;           // assembly switch: the stack pointer of a suspended fiber
-  std::unique_ptr<Impl> uc_;           // ucontext switch
-  void* map_base_ = nullptr;           // mmap'd region: guard page + stack
+  void* saved_sp_ = nullptr;  // assembly switch: the stack pointer of a suspended fiber
+  std::unique_ptr<Impl> uc_;  // ucontext switch
+  void* map_base_ = nullptr;  // mmap'd region: guard page + stack
   size_t map_size_ = 0;
-  void* stack_base_ = nullptr;         // lowest usable stack address (just above the guard page)
+  void* stack_base_ = nullptr;  // lowest usable stack address (just above the guard page)
   size_t stack_size_ = 0;
   Entry entry_ = nullptr;
   void* arg_ = nullptr;

@@ -23,21 +23,22 @@ inline __half __hfma_relu(__half a, __half b, __half c) {
   return __hisnan(r) ? r : (__half2float(r) < 0.0f ? __float2half(0.0f) : r);
 }
 inline __half2 __hfma2(__half2 a, __half2 b, __half2 c) {
-  return __halves2half2(__hfma(__low2half(a), __low2half(b), __low2half(c)), __hfma(__high2half(a), __high2half(b), __high2half(c)));
+  return __halves2half2(__hfma(__low2half(a), __low2half(b), __low2half(c)),
+                        __hfma(__high2half(a), __high2half(b), __high2half(c)));
 }
 inline __nv_bfloat162 __hfma2(__nv_bfloat162 a, __nv_bfloat162 b, __nv_bfloat162 c) {
   return __halves2bfloat162(__hfma(__low2bfloat16(a), __low2bfloat16(b), __low2bfloat16(c)),
                             __hfma(__high2bfloat16(a), __high2bfloat16(b), __high2bfloat16(c)));
 }
 
-#define SEG_SIM_HALF_UNARY(name, expr)                                                              \
-  inline __half name(__half h) {                                                                     \
-    const float x = __half2float(h);                                                                 \
-    return __float2half(expr);                                                                       \
-  }                                                                                                  \
-  inline __nv_bfloat16 name(__nv_bfloat16 h) {                                                       \
-    const float x = __bfloat162float(h);                                                             \
-    return __float2bfloat16(expr);                                                                   \
+#define SEG_SIM_HALF_UNARY(name, expr)         \
+  inline __half name(__half h) {               \
+    const float x = __half2float(h);           \
+    return __float2half(expr);                 \
+  }                                            \
+  inline __nv_bfloat16 name(__nv_bfloat16 h) { \
+    const float x = __bfloat162float(h);       \
+    return __float2bfloat16(expr);             \
   }
 SEG_SIM_HALF_UNARY(hexp, std::exp(x))
 SEG_SIM_HALF_UNARY(hexp2, std::exp2(x))

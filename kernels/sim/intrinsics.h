@@ -19,8 +19,8 @@
 #include <limits>
 
 // ---- min / max: CUDA offers them unqualified for the arithmetic types ----------------------------
-#define SEG_SIM_MINMAX(T)                              \
-  inline T min(T a, T b) { return b < a ? b : a; }     \
+#define SEG_SIM_MINMAX(T)                          \
+  inline T min(T a, T b) { return b < a ? b : a; } \
   inline T max(T a, T b) { return a < b ? b : a; }
 SEG_SIM_MINMAX(int)
 SEG_SIM_MINMAX(unsigned int)
@@ -133,7 +133,8 @@ inline unsigned __brev(unsigned x) {
   return __builtin_bswap32(x);
 }
 inline unsigned long long __brevll(unsigned long long x) {
-  return (static_cast<unsigned long long>(__brev(static_cast<unsigned>(x))) << 32) | __brev(static_cast<unsigned>(x >> 32));
+  return (static_cast<unsigned long long>(__brev(static_cast<unsigned>(x))) << 32) |
+         __brev(static_cast<unsigned>(x >> 32));
 }
 // Byte i of the result is byte (s >> 4i) & 7 of the 8-byte value {y, x} (x holds bytes 0-3).
 inline unsigned __byte_perm(unsigned x, unsigned y, unsigned s) {
@@ -159,7 +160,9 @@ inline unsigned __funnelshift_rc(unsigned lo, unsigned hi, unsigned shift) {
   return static_cast<unsigned>(v >> (shift < 32 ? shift : 32));
 }
 inline int __mulhi(int a, int b) { return static_cast<int>((static_cast<long long>(a) * b) >> 32); }
-inline unsigned __umulhi(unsigned a, unsigned b) { return static_cast<unsigned>((static_cast<unsigned long long>(a) * b) >> 32); }
+inline unsigned __umulhi(unsigned a, unsigned b) {
+  return static_cast<unsigned>((static_cast<unsigned long long>(a) * b) >> 32);
+}
 namespace seg::sim::detail {
 __extension__ typedef __int128 int128;
 __extension__ typedef unsigned __int128 uint128;
@@ -177,22 +180,42 @@ inline unsigned __usad(unsigned a, unsigned b, unsigned c) { return c + (a > b ?
 
 // ---- loads and stores with cache hints: plain accesses ----------------------------------------------
 template <class T>
-inline T __ldg(const T* p) { return *p; }
+inline T __ldg(const T* p) {
+  return *p;
+}
 template <class T>
-inline T __ldcg(const T* p) { return *p; }
+inline T __ldcg(const T* p) {
+  return *p;
+}
 template <class T>
-inline T __ldca(const T* p) { return *p; }
+inline T __ldca(const T* p) {
+  return *p;
+}
 template <class T>
-inline T __ldcs(const T* p) { return *p; }
+inline T __ldcs(const T* p) {
+  return *p;
+}
 template <class T>
-inline T __ldlu(const T* p) { return *p; }
+inline T __ldlu(const T* p) {
+  return *p;
+}
 template <class T>
-inline T __ldcv(const T* p) { return *p; }
+inline T __ldcv(const T* p) {
+  return *p;
+}
 template <class T>
-inline void __stwb(T* p, T v) { *p = v; }
+inline void __stwb(T* p, T v) {
+  *p = v;
+}
 template <class T>
-inline void __stcg(T* p, T v) { *p = v; }
+inline void __stcg(T* p, T v) {
+  *p = v;
+}
 template <class T>
-inline void __stcs(T* p, T v) { *p = v; }
+inline void __stcs(T* p, T v) {
+  *p = v;
+}
 template <class T>
-inline void __stwt(T* p, T v) { *p = v; }
+inline void __stwt(T* p, T v) {
+  *p = v;
+}

@@ -12,7 +12,7 @@
 
 namespace seg::sim::detail {
 
-void install_segv_handler();                       // signals.cpp
+void install_segv_handler();                         // signals.cpp
 int max_dynamic_smem_attribute(const void* kernel);  // runtime_api.cpp
 
 namespace {
@@ -26,26 +26,30 @@ size_t default_stack_bytes() { return (san::asan || san::tsan) ? 1024 * 1024 : 2
 
 [[noreturn]] void config_error(const LaunchRequest& r, const char* cuda_error, const std::string& what) {
   throw KernelFault(FaultKind::launch_config, std::string("seg::sim: ") + cuda_error + ": kernel " + r.kernel_name +
-                                                  " launched at " + r.file + ":" + std::to_string(r.line) + ": " + what);
+                                                  " launched at " + relative_path(r.file) + ":" +
+                                                  std::to_string(r.line) + ": " + what);
 }
 
 void validate(const LaunchRequest& r) {
   const dim3 b = r.block, g = r.grid;
   if (b.x == 0 || b.y == 0 || b.z == 0 || g.x == 0 || g.y == 0 || g.z == 0)
-    config_error(r, "cudaErrorInvalidConfiguration", "grid " + dim_text(g) + " or block " + dim_text(b) + " has a zero dimension");
+    config_error(r, "cudaErrorInvalidConfiguration",
+                 "grid " + dim_text(g) + " or block " + dim_text(b) + " has a zero dimension");
   const uint64_t threads = static_cast<uint64_t>(b.x) * b.y * b.z;
   if (threads > 1024 || b.x > 1024 || b.y > 1024 || b.z > 64)
     config_error(r, "cudaErrorInvalidConfiguration",
                  "block " + dim_text(b) + " has " + std::to_string(threads) +
                      " threads; the limits are 1024 threads per block and (1024, 1024, 64) per dimension");
   if (g.x > 2147483647u || g.y > 65535 || g.z > 65535)
-    config_error(r, "cudaErrorInvalidConfiguration", "grid " + dim_text(g) + " exceeds the limits (2^31-1, 65535, 65535)");
+    config_error(r, "cudaErrorInvalidConfiguration",
+                 "grid " + dim_text(g) + " exceeds the limits (2^31-1, 65535, 65535)");
   const int attribute = max_dynamic_smem_attribute(r.kernel);
   const size_t limit = attribute > 0 ? static_cast<size_t>(attribute) : kDefaultDynamicSmem;
   if (r.dynamic_smem > limit) {
     if (r.dynamic_smem > kMaxDynamicSmem)
       config_error(r, "cudaErrorInvalidValue",
-                   std::to_string(r.dynamic_smem) + " bytes of dynamic shared memory requested; sm_90 allows at most 232448 (227 KiB)");
+                   std::to_string(r.dynamic_smem) +
+                       " bytes of dynamic shared memory requested; sm_90 allows at most 232448 (227 KiB)");
     config_error(r, "cudaErrorInvalidValue",
                  std::to_string(r.dynamic_smem) + " bytes of dynamic shared memory requested, more than the " +
                      std::to_string(limit) +
@@ -158,8 +162,9 @@ class WorkerPool {
 
 void run_launch(const LaunchRequest& request) {
   if (Worker* w = current_worker(); w && w->current)
-    throw KernelFault(FaultKind::launch_config, std::string("seg::sim: kernel ") + request.kernel_name +
-                                                    " launched from inside a kernel: dynamic parallelism is not simulated");
+    throw KernelFault(FaultKind::launch_config,
+                      std::string("seg::sim: kernel ") + request.kernel_name +
+                          " launched from inside a kernel: dynamic parallelism is not simulated");
   validate(request);
   LaunchState launch;
   launch.request = &request;
@@ -167,7 +172,8 @@ void run_launch(const LaunchRequest& request) {
   launch.block_threads = request.block.x * request.block.y * request.block.z;
   launch.total_blocks = static_cast<uint64_t>(request.grid.x) * request.grid.y * request.grid.z;
   launch.stack_bytes = launch.options.stack_bytes ? launch.options.stack_bytes : default_stack_bytes();
-  launch.switch_impl = (launch.options.use_ucontext || !has_assembly_switch()) ? SwitchImpl::ucontext : SwitchImpl::assembly;
+  launch.switch_impl =
+      (launch.options.use_ucontext || !has_assembly_switch()) ? SwitchImpl::ucontext : SwitchImpl::assembly;
   install_segv_handler();
 
   const uint64_t workers = std::min<uint64_t>(static_cast<uint64_t>(launch.options.workers), launch.total_blocks);
@@ -182,16 +188,18 @@ void run_launch(const LaunchRequest& request) {
     std::fprintf(stderr,
                  "seg::sim: %s: %llu blocks, %llu threads, %llu switches, %llu barriers, %llu warp collectives, %llu "
                  "inactive-lane reads\n",
-                 request.kernel_name, static_cast<unsigned long long>(s.blocks), static_cast<unsigned long long>(s.threads),
-                 static_cast<unsigned long long>(s.context_switches), static_cast<unsigned long long>(s.barriers),
-                 static_cast<unsigned long long>(s.warp_collectives), static_cast<unsigned long long>(s.inactive_lane_reads));
+                 request.kernel_name, static_cast<unsigned long long>(s.blocks),
+                 static_cast<unsigned long long>(s.threads), static_cast<unsigned long long>(s.context_switches),
+                 static_cast<unsigned long long>(s.barriers), static_cast<unsigned long long>(s.warp_collectives),
+                 static_cast<unsigned long long>(s.inactive_lane_reads));
   }
   if (launch.fault) throw *launch.fault;
   const std::string slack = check_allocation_slack();
   if (!slack.empty())
-    throw KernelFault(FaultKind::out_of_bounds, std::string("seg::sim: out-of-bounds write: kernel ") + request.kernel_name +
-                                                  " launched at " + request.file + ":" + std::to_string(request.line) +
-                                                  " wrote past the end of device allocations:\n" + slack);
+    throw KernelFault(FaultKind::out_of_bounds, std::string("seg::sim: out-of-bounds write: kernel ") +
+                                                    request.kernel_name + " launched at " +
+                                                    relative_path(request.file) + ":" + std::to_string(request.line) +
+                                                    " wrote past the end of device allocations:\n" + slack);
 }
 
 }  // namespace seg::sim::detail

@@ -26,7 +26,8 @@ long long env_integer(const char* name, long long fallback, long long lo, long l
   if (v.empty()) return fallback;
   char* end = nullptr;
   const long long x = std::strtoll(v.c_str(), &end, 10);
-  if (*end != '\0' || x < lo || x > hi) bad_env(name, v, ("an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]").c_str());
+  if (*end != '\0' || x < lo || x > hi)
+    bad_env(name, v, ("an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]").c_str());
   return x;
 }
 
@@ -82,27 +83,42 @@ void set_options(const Options& o) {
 
 const char* schedule_name(Schedule s) {
   switch (s) {
-    case Schedule::round_robin: return "rr";
-    case Schedule::reverse: return "reverse";
-    case Schedule::random: return "random";
+    case Schedule::round_robin:
+      return "rr";
+    case Schedule::reverse:
+      return "reverse";
+    case Schedule::random:
+      return "random";
   }
   return "?";
 }
 
 const char* fault_kind_name(FaultKind k) {
   switch (k) {
-    case FaultKind::launch_config: return "invalid launch configuration";
-    case FaultKind::deadlock: return "deadlock";
-    case FaultKind::divergent_collective: return "divergent warp collective";
-    case FaultKind::barrier_divergence: return "divergent __syncthreads";
-    case FaultKind::inactive_lanes: return "shuffle from an inactive lane";
-    case FaultKind::misaligned: return "misaligned address";
-    case FaultKind::bad_argument: return "invalid argument";
-    case FaultKind::fragment_mismatch: return "WMMA fragment depends on the lane";
-    case FaultKind::shared_overrun: return "dynamic shared memory overrun";
-    case FaultKind::out_of_bounds: return "out-of-bounds write";
-    case FaultKind::bad_address: return "address in the wrong memory space";
-    case FaultKind::trap: return "trap";
+    case FaultKind::launch_config:
+      return "invalid launch configuration";
+    case FaultKind::deadlock:
+      return "deadlock";
+    case FaultKind::divergent_collective:
+      return "divergent warp collective";
+    case FaultKind::barrier_divergence:
+      return "divergent __syncthreads";
+    case FaultKind::inactive_lanes:
+      return "shuffle from an inactive lane";
+    case FaultKind::misaligned:
+      return "misaligned address";
+    case FaultKind::bad_argument:
+      return "invalid argument";
+    case FaultKind::fragment_mismatch:
+      return "WMMA fragment depends on the lane";
+    case FaultKind::shared_overrun:
+      return "dynamic shared memory overrun";
+    case FaultKind::out_of_bounds:
+      return "out-of-bounds write";
+    case FaultKind::bad_address:
+      return "address in the wrong memory space";
+    case FaultKind::trap:
+      return "trap";
   }
   return "?";
 }

@@ -88,7 +88,9 @@ void mma_complete(WarpOpView& v) {
   }
 }
 
-seg::sim::detail::CpAsyncState& cp_async_state(const char* what) { return seg::sim::detail::running_worker(what).current->cp_async; }
+seg::sim::detail::CpAsyncState& cp_async_state(const char* what) {
+  return seg::sim::detail::running_worker(what).current->cp_async;
+}
 
 // Lands the oldest committed group.
 void land_oldest_group(seg::sim::detail::CpAsyncState& s) {
@@ -106,23 +108,27 @@ bool ldmatrix_lane_reads_row(int matrices, const void* row_address, const Where&
   const unsigned lane = seg::sim::detail::lane_id();
   if (lane >= 8u * static_cast<unsigned>(matrices)) return false;  // lanes whose address .xN ignores
   if (reinterpret_cast<uintptr_t>(row_address) % 16 != 0)
-    seg::sim::detail::fault(FaultKind::misaligned, "ldmatrix: row address " + pointer_text(row_address) + " of lane " + std::to_string(lane) +
-                                                       " is not 16-byte aligned", where);
+    seg::sim::detail::fault(FaultKind::misaligned,
+                            "ldmatrix: row address " + pointer_text(row_address) + " of lane " + std::to_string(lane) +
+                                " is not 16-byte aligned",
+                            where);
   if (seg::sim::detail::overlaps_device_allocation(row_address, 16))
-    seg::sim::detail::fault(FaultKind::bad_address, "ldmatrix: row address " + pointer_text(row_address) + " of lane " +
-                                                        std::to_string(lane) +
-                                                        " is global memory (a cudaMalloc allocation); ldmatrix reads shared memory",
+    seg::sim::detail::fault(FaultKind::bad_address,
+                            "ldmatrix: row address " + pointer_text(row_address) + " of lane " + std::to_string(lane) +
+                                " is global memory (a cudaMalloc allocation); ldmatrix reads shared memory",
                             where);
   return true;
 }
 
 void ldmatrix_collective(const uint16_t (&row)[8], uint32_t* regs, int matrices, bool transpose, const Where& where) {
   if (matrices != 1 && matrices != 2 && matrices != 4)
-    seg::sim::detail::fault(FaultKind::bad_argument, "ldmatrix: .x" + std::to_string(matrices) + " is not .x1, .x2 or .x4", where);
+    seg::sim::detail::fault(FaultKind::bad_argument,
+                            "ldmatrix: .x" + std::to_string(matrices) + " is not .x1, .x2 or .x4", where);
   const LdmatrixUniform uniform{matrices, transpose ? 1 : 0};
   LaneArgs args{row, regs, 0};
   seg::sim::detail::warp_collective(
-      {transpose ? "ldmatrix.trans" : "ldmatrix", &ldmatrix_complete, 0xFFFFFFFFu, &uniform, sizeof uniform, true}, args, where);
+      {transpose ? "ldmatrix.trans" : "ldmatrix", &ldmatrix_complete, 0xFFFFFFFFu, &uniform, sizeof uniform, true},
+      args, where);
 }
 
 void cp_async_check(void* dst, const void* src, int cp_size, int src_size, const Where& where) {
@@ -133,14 +139,20 @@ void cp_async_check(void* dst, const void* src, int cp_size, int src_size, const
     fault(FaultKind::bad_argument, "cp.async: src-size " + std::to_string(src_size) + " is not in [0, cp-size]", where);
   const auto d = reinterpret_cast<uintptr_t>(dst), s = reinterpret_cast<uintptr_t>(src);
   if (d % static_cast<uintptr_t>(cp_size) != 0 || s % static_cast<uintptr_t>(cp_size) != 0)
-    fault(FaultKind::misaligned, "cp.async: destination " + pointer_text(dst) + " or source " + pointer_text(src) +
-                                     " is not aligned to the copy size " + std::to_string(cp_size), where);
+    fault(FaultKind::misaligned,
+          "cp.async: destination " + pointer_text(dst) + " or source " + pointer_text(src) +
+              " is not aligned to the copy size " + std::to_string(cp_size),
+          where);
   if (src_size > 0 && !seg::sim::detail::is_device_allocation(src, static_cast<size_t>(src_size)))
-    fault(FaultKind::bad_address, "cp.async: source " + pointer_text(src) + " (" + std::to_string(src_size) +
-                                      " bytes) is not inside a cudaMalloc allocation; cp.async copies from global memory", where);
+    fault(FaultKind::bad_address,
+          "cp.async: source " + pointer_text(src) + " (" + std::to_string(src_size) +
+              " bytes) is not inside a cudaMalloc allocation; cp.async copies from global memory",
+          where);
   if (seg::sim::detail::overlaps_device_allocation(dst, static_cast<size_t>(cp_size)))
-    fault(FaultKind::bad_address, "cp.async: destination " + pointer_text(dst) +
-                                      " is global memory (a cudaMalloc allocation); cp.async writes shared memory", where);
+    fault(FaultKind::bad_address,
+          "cp.async: destination " + pointer_text(dst) +
+              " is global memory (a cudaMalloc allocation); cp.async writes shared memory",
+          where);
 }
 
 void cp_async_issue(void* dst, const unsigned char (&data)[16], int cp_size) {
@@ -153,7 +165,8 @@ void cp_async_issue(void* dst, const unsigned char (&data)[16], int cp_size) {
 
 }  // namespace detail
 
-void mma_m16n8k16(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2], const float (&c)[4], bool bf16, const Where& where) {
+void mma_m16n8k16(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2], const float (&c)[4], bool bf16,
+                  const Where& where) {
   MmaIn in;
   std::memcpy(in.a, a, sizeof in.a);
   std::memcpy(in.b, b, sizeof in.b);
@@ -161,9 +174,9 @@ void mma_m16n8k16(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2],
   float out[4];
   const int32_t uniform = bf16 ? 1 : 0;
   LaneArgs args{&in, out, 0};
-  seg::sim::detail::warp_collective({bf16 ? "mma.sync.m16n8k16.bf16" : "mma.sync.m16n8k16.f16", &mma_complete, 0xFFFFFFFFu, &uniform,
-                           sizeof uniform, true},
-                          args, where);
+  seg::sim::detail::warp_collective({bf16 ? "mma.sync.m16n8k16.bf16" : "mma.sync.m16n8k16.f16", &mma_complete,
+                                     0xFFFFFFFFu, &uniform, sizeof uniform, true},
+                                    args, where);
   std::memcpy(d, out, sizeof out);
 }
 

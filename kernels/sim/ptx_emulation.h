@@ -47,7 +47,8 @@ inline void ldmatrix(uint32_t* regs, int matrices, bool transpose, const void* r
   detail::ldmatrix_collective(row, regs, matrices, transpose, where);
 }
 
-void mma_m16n8k16(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2], const float (&c)[4], bool bf16, const Where& where);
+void mma_m16n8k16(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2], const float (&c)[4], bool bf16,
+                  const Where& where);
 
 inline void cp_async(void* shared_dst, const void* global_src, int cp_size, int src_size, const Where& where) {
   detail::cp_async_check(shared_dst, global_src, cp_size, src_size, where);

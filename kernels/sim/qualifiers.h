@@ -14,9 +14,9 @@
 //   __cluster_dims__  -> nothing (clusters are not simulated).
 #pragma once
 
-#include <cuda_runtime.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cuda_runtime.h>
 
 #undef __shared__
 #define __shared__ thread_local

@@ -27,7 +27,7 @@ namespace seg::sim::detail {
 namespace {
 
 thread_local cudaError_t tls_last_error = cudaSuccess;
-std::mutex g_mutex;  // streams, events, function attributes (host-side calls only)
+std::mutex g_mutex;                           // streams, events, function attributes (host-side calls only)
 constexpr size_t kTotalMemory = 80ull << 30;  // what the simulated device reports (80 GiB)
 constexpr int kMaxDynamicSmem = 232448;       // 227 KiB
 
@@ -95,7 +95,8 @@ bool is_device(const void* p, size_t n) {
 cudaError_t allocate(void** p, size_t bytes, MemoryKind kind) {
   if (!p) return set_last_error(cudaErrorInvalidValue);
   *p = nullptr;
-  if (kind != MemoryKind::pinned_host && seg::sim::detail::allocated_device_bytes() + bytes > seg::sim::detail::kTotalMemory)
+  if (kind != MemoryKind::pinned_host &&
+      seg::sim::detail::allocated_device_bytes() + bytes > seg::sim::detail::kTotalMemory)
     return set_last_error(cudaErrorMemoryAllocation);
   *p = seg::sim::detail::allocate_memory(bytes, kind);
   return *p ? cudaSuccess : set_last_error(cudaErrorMemoryAllocation);
@@ -107,13 +108,18 @@ cudaError_t check_copy(void* dst, const void* src, size_t count, cudaMemcpyKind 
   if (count == 0) return cudaSuccess;
   if (!dst || !src) return cudaErrorInvalidValue;
   switch (kind) {
-    case cudaMemcpyHostToHost: return cudaSuccess;
-    case cudaMemcpyHostToDevice: return is_device(dst, count) ? cudaSuccess : cudaErrorInvalidValue;
-    case cudaMemcpyDeviceToHost: return is_device(src, count) ? cudaSuccess : cudaErrorInvalidValue;
-    case cudaMemcpyDeviceToDevice: return is_device(dst, count) && is_device(src, count) ? cudaSuccess : cudaErrorInvalidValue;
+    case cudaMemcpyHostToHost:
+      return cudaSuccess;
+    case cudaMemcpyHostToDevice:
+      return is_device(dst, count) ? cudaSuccess : cudaErrorInvalidValue;
+    case cudaMemcpyDeviceToHost:
+      return is_device(src, count) ? cudaSuccess : cudaErrorInvalidValue;
+    case cudaMemcpyDeviceToDevice:
+      return is_device(dst, count) && is_device(src, count) ? cudaSuccess : cudaErrorInvalidValue;
     case cudaMemcpyDefault: {
       // A pointer that starts inside an allocation must have the whole range inside it.
-      const bool dst_dev = seg::sim::detail::inside_allocation(dst, 1), src_dev = seg::sim::detail::inside_allocation(src, 1);
+      const bool dst_dev = seg::sim::detail::inside_allocation(dst, 1),
+                 src_dev = seg::sim::detail::inside_allocation(src, 1);
       if (dst_dev && !seg::sim::detail::inside_allocation(dst, count)) return cudaErrorInvalidValue;
       if (src_dev && !seg::sim::detail::inside_allocation(src, count)) return cudaErrorInvalidValue;
       return cudaSuccess;
@@ -180,39 +186,67 @@ cudaError_t cudaPeekAtLastError(void) { return seg::sim::detail::tls_last_error;
 
 const char* cudaGetErrorName(cudaError_t e) {
   switch (e) {
-    case cudaSuccess: return "cudaSuccess";
-    case cudaErrorInvalidValue: return "cudaErrorInvalidValue";
-    case cudaErrorMemoryAllocation: return "cudaErrorMemoryAllocation";
-    case cudaErrorInvalidConfiguration: return "cudaErrorInvalidConfiguration";
-    case cudaErrorInvalidMemcpyDirection: return "cudaErrorInvalidMemcpyDirection";
-    case cudaErrorInvalidDevice: return "cudaErrorInvalidDevice";
-    case cudaErrorInvalidResourceHandle: return "cudaErrorInvalidResourceHandle";
-    case cudaErrorNotReady: return "cudaErrorNotReady";
-    case cudaErrorLaunchFailure: return "cudaErrorLaunchFailure";
-    case cudaErrorIllegalAddress: return "cudaErrorIllegalAddress";
-    case cudaErrorInvalidDeviceFunction: return "cudaErrorInvalidDeviceFunction";
-    case cudaErrorNoDevice: return "cudaErrorNoDevice";
-    case cudaErrorNotSupported: return "cudaErrorNotSupported";
-    default: return "cudaErrorUnknown";
+    case cudaSuccess:
+      return "cudaSuccess";
+    case cudaErrorInvalidValue:
+      return "cudaErrorInvalidValue";
+    case cudaErrorMemoryAllocation:
+      return "cudaErrorMemoryAllocation";
+    case cudaErrorInvalidConfiguration:
+      return "cudaErrorInvalidConfiguration";
+    case cudaErrorInvalidMemcpyDirection:
+      return "cudaErrorInvalidMemcpyDirection";
+    case cudaErrorInvalidDevice:
+      return "cudaErrorInvalidDevice";
+    case cudaErrorInvalidResourceHandle:
+      return "cudaErrorInvalidResourceHandle";
+    case cudaErrorNotReady:
+      return "cudaErrorNotReady";
+    case cudaErrorLaunchFailure:
+      return "cudaErrorLaunchFailure";
+    case cudaErrorIllegalAddress:
+      return "cudaErrorIllegalAddress";
+    case cudaErrorInvalidDeviceFunction:
+      return "cudaErrorInvalidDeviceFunction";
+    case cudaErrorNoDevice:
+      return "cudaErrorNoDevice";
+    case cudaErrorNotSupported:
+      return "cudaErrorNotSupported";
+    default:
+      return "cudaErrorUnknown";
   }
 }
 
 const char* cudaGetErrorString(cudaError_t e) {
   switch (e) {
-    case cudaSuccess: return "no error";
-    case cudaErrorInvalidValue: return "invalid argument";
-    case cudaErrorMemoryAllocation: return "out of memory";
-    case cudaErrorInvalidConfiguration: return "invalid configuration argument";
-    case cudaErrorInvalidMemcpyDirection: return "invalid copy direction for memcpy";
-    case cudaErrorInvalidDevice: return "invalid device ordinal";
-    case cudaErrorInvalidResourceHandle: return "invalid resource handle";
-    case cudaErrorNotReady: return "device not ready";
-    case cudaErrorLaunchFailure: return "unspecified launch failure";
-    case cudaErrorIllegalAddress: return "an illegal memory access was encountered";
-    case cudaErrorInvalidDeviceFunction: return "invalid device function";
-    case cudaErrorNoDevice: return "no CUDA-capable device is detected";
-    case cudaErrorNotSupported: return "operation not supported";
-    default: return "unknown error";
+    case cudaSuccess:
+      return "no error";
+    case cudaErrorInvalidValue:
+      return "invalid argument";
+    case cudaErrorMemoryAllocation:
+      return "out of memory";
+    case cudaErrorInvalidConfiguration:
+      return "invalid configuration argument";
+    case cudaErrorInvalidMemcpyDirection:
+      return "invalid copy direction for memcpy";
+    case cudaErrorInvalidDevice:
+      return "invalid device ordinal";
+    case cudaErrorInvalidResourceHandle:
+      return "invalid resource handle";
+    case cudaErrorNotReady:
+      return "device not ready";
+    case cudaErrorLaunchFailure:
+      return "unspecified launch failure";
+    case cudaErrorIllegalAddress:
+      return "an illegal memory access was encountered";
+    case cudaErrorInvalidDeviceFunction:
+      return "invalid device function";
+    case cudaErrorNoDevice:
+      return "no CUDA-capable device is detected";
+    case cudaErrorNotSupported:
+      return "operation not supported";
+    default:
+      return "unknown error";
   }
 }
 
@@ -242,25 +276,62 @@ cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attr, int device) 
   cudaDeviceProp p;
   fill_properties(p);
   switch (attr) {
-    case cudaDevAttrMaxThreadsPerBlock: *value = p.maxThreadsPerBlock; break;
-    case cudaDevAttrMaxBlockDimX: *value = p.maxThreadsDim[0]; break;
-    case cudaDevAttrMaxBlockDimY: *value = p.maxThreadsDim[1]; break;
-    case cudaDevAttrMaxBlockDimZ: *value = p.maxThreadsDim[2]; break;
-    case cudaDevAttrMaxGridDimX: *value = p.maxGridSize[0]; break;
-    case cudaDevAttrMaxGridDimY: *value = p.maxGridSize[1]; break;
-    case cudaDevAttrMaxGridDimZ: *value = p.maxGridSize[2]; break;
-    case cudaDevAttrMaxSharedMemoryPerBlock: *value = static_cast<int>(p.sharedMemPerBlock); break;
-    case cudaDevAttrMaxSharedMemoryPerBlockOptin: *value = static_cast<int>(p.sharedMemPerBlockOptin); break;
-    case cudaDevAttrMaxSharedMemoryPerMultiprocessor: *value = static_cast<int>(p.sharedMemPerMultiprocessor); break;
-    case cudaDevAttrWarpSize: *value = p.warpSize; break;
-    case cudaDevAttrMultiProcessorCount: *value = p.multiProcessorCount; break;
-    case cudaDevAttrComputeCapabilityMajor: *value = p.major; break;
-    case cudaDevAttrComputeCapabilityMinor: *value = p.minor; break;
-    case cudaDevAttrL2CacheSize: *value = p.l2CacheSize; break;
-    case cudaDevAttrMaxThreadsPerMultiProcessor: *value = p.maxThreadsPerMultiProcessor; break;
-    case cudaDevAttrMaxRegistersPerBlock: *value = p.regsPerBlock; break;
-    case cudaDevAttrUnifiedAddressing: *value = 1; break;
-    default: return set_last_error(cudaErrorNotSupported);
+    case cudaDevAttrMaxThreadsPerBlock:
+      *value = p.maxThreadsPerBlock;
+      break;
+    case cudaDevAttrMaxBlockDimX:
+      *value = p.maxThreadsDim[0];
+      break;
+    case cudaDevAttrMaxBlockDimY:
+      *value = p.maxThreadsDim[1];
+      break;
+    case cudaDevAttrMaxBlockDimZ:
+      *value = p.maxThreadsDim[2];
+      break;
+    case cudaDevAttrMaxGridDimX:
+      *value = p.maxGridSize[0];
+      break;
+    case cudaDevAttrMaxGridDimY:
+      *value = p.maxGridSize[1];
+      break;
+    case cudaDevAttrMaxGridDimZ:
+      *value = p.maxGridSize[2];
+      break;
+    case cudaDevAttrMaxSharedMemoryPerBlock:
+      *value = static_cast<int>(p.sharedMemPerBlock);
+      break;
+    case cudaDevAttrMaxSharedMemoryPerBlockOptin:
+      *value = static_cast<int>(p.sharedMemPerBlockOptin);
+      break;
+    case cudaDevAttrMaxSharedMemoryPerMultiprocessor:
+      *value = static_cast<int>(p.sharedMemPerMultiprocessor);
+      break;
+    case cudaDevAttrWarpSize:
+      *value = p.warpSize;
+      break;
+    case cudaDevAttrMultiProcessorCount:
+      *value = p.multiProcessorCount;
+      break;
+    case cudaDevAttrComputeCapabilityMajor:
+      *value = p.major;
+      break;
+    case cudaDevAttrComputeCapabilityMinor:
+      *value = p.minor;
+      break;
+    case cudaDevAttrL2CacheSize:
+      *value = p.l2CacheSize;
+      break;
+    case cudaDevAttrMaxThreadsPerMultiProcessor:
+      *value = p.maxThreadsPerMultiProcessor;
+      break;
+    case cudaDevAttrMaxRegistersPerBlock:
+      *value = p.regsPerBlock;
+      break;
+    case cudaDevAttrUnifiedAddressing:
+      *value = 1;
+      break;
+    default:
+      return set_last_error(cudaErrorNotSupported);
   }
   return cudaSuccess;
 }
@@ -284,7 +355,8 @@ cudaError_t cudaFree(void* p) {
 cudaError_t cudaFreeAsync(void* p, cudaStream_t) { return cudaFree(p); }
 cudaError_t cudaFreeHost(void* p) {
   if (!p) return cudaSuccess;
-  return seg::sim::detail::free_memory(p, MemoryKind::pinned_host) ? cudaSuccess : set_last_error(cudaErrorInvalidValue);
+  return seg::sim::detail::free_memory(p, MemoryKind::pinned_host) ? cudaSuccess
+                                                                   : set_last_error(cudaErrorInvalidValue);
 }
 cudaError_t cudaHostRegister(void*, size_t, unsigned int) { return cudaSuccess; }
 cudaError_t cudaHostUnregister(void*) { return cudaSuccess; }
@@ -322,8 +394,8 @@ cudaError_t cudaMemcpyFromSymbol(void* dst, const void* symbol, size_t count, si
   std::memcpy(dst, static_cast<const char*>(symbol) + offset, count);
   return cudaSuccess;
 }
-cudaError_t cudaMemcpyToSymbolAsync(const void* symbol, const void* src, size_t count, size_t offset, cudaMemcpyKind kind,
-                                    cudaStream_t stream) {
+cudaError_t cudaMemcpyToSymbolAsync(const void* symbol, const void* src, size_t count, size_t offset,
+                                    cudaMemcpyKind kind, cudaStream_t stream) {
   if (!valid_stream(stream)) return set_last_error(cudaErrorInvalidResourceHandle);
   return cudaMemcpyToSymbol(symbol, src, count, offset, kind);
 }
@@ -358,7 +430,9 @@ cudaError_t cudaStreamCreateWithFlags(cudaStream_t* s, unsigned int flags) {
   return cudaSuccess;
 }
 cudaError_t cudaStreamCreate(cudaStream_t* s) { return cudaStreamCreateWithFlags(s, cudaStreamDefault); }
-cudaError_t cudaStreamCreateWithPriority(cudaStream_t* s, unsigned int flags, int) { return cudaStreamCreateWithFlags(s, flags); }
+cudaError_t cudaStreamCreateWithPriority(cudaStream_t* s, unsigned int flags, int) {
+  return cudaStreamCreateWithFlags(s, flags);
+}
 cudaError_t cudaStreamDestroy(cudaStream_t s) {
   std::lock_guard<std::mutex> lock(g_mutex);
   if (!streams().erase(s)) return set_last_error(cudaErrorInvalidResourceHandle);
@@ -368,7 +442,9 @@ cudaError_t cudaStreamDestroy(cudaStream_t s) {
 cudaError_t cudaStreamSynchronize(cudaStream_t s) {
   return valid_stream(s) ? cudaSuccess : set_last_error(cudaErrorInvalidResourceHandle);
 }
-cudaError_t cudaStreamQuery(cudaStream_t s) { return valid_stream(s) ? cudaSuccess : set_last_error(cudaErrorInvalidResourceHandle); }
+cudaError_t cudaStreamQuery(cudaStream_t s) {
+  return valid_stream(s) ? cudaSuccess : set_last_error(cudaErrorInvalidResourceHandle);
+}
 cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned int) {
   return valid_stream(s) && valid_event(e) ? cudaSuccess : set_last_error(cudaErrorInvalidResourceHandle);
 }
@@ -393,7 +469,9 @@ cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s) {
   e->time = std::chrono::steady_clock::now();
   return cudaSuccess;
 }
-cudaError_t cudaEventQuery(cudaEvent_t e) { return valid_event(e) ? cudaSuccess : set_last_error(cudaErrorInvalidResourceHandle); }
+cudaError_t cudaEventQuery(cudaEvent_t e) {
+  return valid_event(e) ? cudaSuccess : set_last_error(cudaErrorInvalidResourceHandle);
+}
 cudaError_t cudaEventSynchronize(cudaEvent_t e) {
   return valid_event(e) ? cudaSuccess : set_last_error(cudaErrorInvalidResourceHandle);
 }
@@ -427,7 +505,8 @@ cudaError_t cudaFuncGetAttributes(cudaFuncAttributes* attr, const void* func) {
   attr->maxDynamicSharedSizeBytes = limit > 0 ? limit : 48 * 1024;
   return cudaSuccess;
 }
-cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int* blocks, const void* func, int block_size, size_t dynamic_smem) {
+cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int* blocks, const void* func, int block_size,
+                                                          size_t dynamic_smem) {
   if (!blocks || !func || block_size <= 0) return set_last_error(cudaErrorInvalidValue);
   // Threads and shared memory only (registers are not simulated).
   int by_threads = 2048 / block_size;

@@ -54,20 +54,28 @@ bool same_site(const Where& a, const Where& b) {
 
 const char* barrier_name(BarrierOp op) {
   switch (op) {
-    case BarrierOp::sync: return "__syncthreads()";
-    case BarrierOp::count: return "__syncthreads_count()";
-    case BarrierOp::all: return "__syncthreads_and()";
-    case BarrierOp::any: return "__syncthreads_or()";
+    case BarrierOp::sync:
+      return "__syncthreads()";
+    case BarrierOp::count:
+      return "__syncthreads_count()";
+    case BarrierOp::all:
+      return "__syncthreads_and()";
+    case BarrierOp::any:
+      return "__syncthreads_or()";
   }
   return "?";
 }
 
-std::string range_text(unsigned a, unsigned b) { return a == b ? std::to_string(a) : std::to_string(a) + "-" + std::to_string(b); }
+std::string range_text(unsigned a, unsigned b) {
+  return a == b ? std::to_string(a) : std::to_string(a) + "-" + std::to_string(b);
+}
 
 // Threads [first, last] of the block as "threads 3-9 (warp 0, lanes 3-9)".
 std::string thread_range(unsigned first, unsigned last) {
   std::string s = (first == last ? "thread " : "threads ") + range_text(first, last);
-  if (first / 32 == last / 32) s += " (warp " + std::to_string(first / 32) + ", lane" + (first == last ? " " : "s ") + range_text(first % 32, last % 32) + ")";
+  if (first / 32 == last / 32)
+    s += " (warp " + std::to_string(first / 32) + ", lane" + (first == last ? " " : "s ") +
+         range_text(first % 32, last % 32) + ")";
   return s;
 }
 
@@ -91,7 +99,8 @@ Worker* current_worker() { return tls_worker.get(); }
 
 Worker& running_worker(const char* intrinsic) {
   Worker* w = tls_worker.get();
-  if (!w || !w->current) die(std::string(intrinsic) + " called outside a simulated kernel (host code cannot call device intrinsics)");
+  if (!w || !w->current)
+    die(std::string(intrinsic) + " called outside a simulated kernel (host code cannot call device intrinsics)");
   return *w;
 }
 
@@ -109,13 +118,16 @@ unsigned RunQueue::pop(Schedule schedule, uint64_t& rng_state) {
 
 // ---- reports ------------------------------------------------------------------------------------
 
-std::string describe_where(const Where& where) {
-  std::string file = where.file_name();
+const char* relative_path(const char* file) {
 #ifdef SEG_SIM_SOURCE_ROOT
-  const std::string root = SEG_SIM_SOURCE_ROOT;
-  if (file.compare(0, root.size(), root) == 0) file = file.substr(root.size());
+  const size_t n = std::strlen(SEG_SIM_SOURCE_ROOT);
+  if (std::strncmp(file, SEG_SIM_SOURCE_ROOT, n) == 0) return file + n;
 #endif
-  return file + ":" + std::to_string(where.line());
+  return file;
+}
+
+std::string describe_where(const Where& where) {
+  return std::string(relative_path(where.file_name())) + ":" + std::to_string(where.line());
 }
 
 std::string lane_list(uint32_t lanes) {
@@ -145,13 +157,9 @@ std::string dim_text(const uint3& d) { return dim_text(d.x, d.y, d.z); }
 
 static std::string launch_context(const Worker& w) {
   const LaunchRequest& r = *w.launch->request;
-  std::string file = r.file;
-#ifdef SEG_SIM_SOURCE_ROOT
-  const std::string root = SEG_SIM_SOURCE_ROOT;
-  if (file.compare(0, root.size(), root) == 0) file = file.substr(root.size());
-#endif
   return std::string("kernel ") + r.kernel_name + " <<<grid " + dim_text(r.grid) + ", block " + dim_text(r.block) +
-         ", " + std::to_string(r.dynamic_smem) + " B dynamic shared>>> launched at " + file + ":" + std::to_string(r.line);
+         ", " + std::to_string(r.dynamic_smem) + " B dynamic shared>>> launched at " + relative_path(r.file) + ":" +
+         std::to_string(r.line);
 }
 
 std::string thread_context(const Worker& w, const SimThread& t) {
@@ -178,15 +186,16 @@ struct AbandonThread {};
 
 void fault(FaultKind kind, const std::string& what, const Where& where) {
   Worker& w = running_worker("a device-side check");
-  raise_fault(w, kind, std::string("seg::sim: ") + fault_kind_name(kind) + ": " + what + "\n  at " + describe_where(where) + "\n  in " +
-                           thread_context(w, *w.current));
+  raise_fault(w, kind,
+              std::string("seg::sim: ") + fault_kind_name(kind) + ": " + what + "\n  at " + describe_where(where) +
+                  "\n  in " + thread_context(w, *w.current));
 }
 
 static std::string deadlock_report(const Worker& w) {
   const BlockRun& b = w.block;
   std::ostringstream out;
-  out << "seg::sim: deadlock: no thread of block " << dim_text(b.idx) << " can continue; " << b.live << " of " << b.nthreads
-      << " threads are waiting\n  in " << launch_context(w) << "\n";
+  out << "seg::sim: deadlock: no thread of block " << dim_text(b.idx) << " can continue; " << b.live << " of "
+      << b.nthreads << " threads are waiting\n  in " << launch_context(w) << "\n";
   // Group consecutive threads that wait for the same thing at the same place.
   unsigned i = 0;
   while (i < b.nthreads) {
@@ -322,19 +331,27 @@ void complete_barrier(Worker& w) {
     for (unsigned i = 0; i < b.nthreads && shown < 8; ++i)
       if (w.threads[i]->state == ThreadState::exited) exited += (shown++ ? ", " : "") + std::to_string(i);
     raise_fault(w, FaultKind::barrier_divergence,
-                std::string("seg::sim: divergent __syncthreads: ") + barrier_name(b.barrier_op) + " at " + describe_where(b.barrier_where) +
-                    " is reached by " + std::to_string(b.live) + " threads, but " + std::to_string(b.nthreads - b.live) +
-                    " threads of the block have exited (e.g. " + exited +
+                std::string("seg::sim: divergent __syncthreads: ") + barrier_name(b.barrier_op) + " at " +
+                    describe_where(b.barrier_where) + " is reached by " + std::to_string(b.live) + " threads, but " +
+                    std::to_string(b.nthreads - b.live) + " threads of the block have exited (e.g. " + exited +
                     "). A barrier must be reached by every thread of the block; early returns before a barrier are "
-                    "undefined behaviour (SEG_SIM_STRICT=0 accepts it, as current GPUs do)\n  in " + launch_context(w) +
-                    ", block " + dim_text(b.idx));
+                    "undefined behaviour (SEG_SIM_STRICT=0 accepts it, as current GPUs do)\n  in " +
+                    launch_context(w) + ", block " + dim_text(b.idx));
   }
   int result = 0;
   switch (b.barrier_op) {
-    case BarrierOp::sync: result = 0; break;
-    case BarrierOp::count: result = b.barrier_true; break;
-    case BarrierOp::all: result = b.barrier_true == static_cast<int>(b.barrier_waiting); break;
-    case BarrierOp::any: result = b.barrier_true > 0; break;
+    case BarrierOp::sync:
+      result = 0;
+      break;
+    case BarrierOp::count:
+      result = b.barrier_true;
+      break;
+    case BarrierOp::all:
+      result = b.barrier_true == static_cast<int>(b.barrier_waiting);
+      break;
+    case BarrierOp::any:
+      result = b.barrier_true > 0;
+      break;
   }
   for (unsigned i = 0; i < b.nthreads; ++i) {
     SimThread& t = *w.threads[i];
@@ -358,9 +375,9 @@ int block_barrier(BarrierOp op, int predicate, const Where& where) {
     b.barrier_where = where;
   } else if (w.launch->options.strict && (!same_site(b.barrier_where, where) || b.barrier_op != op)) {
     raise_fault(w, FaultKind::barrier_divergence,
-                std::string("seg::sim: divergent __syncthreads: thread ") + std::to_string(me.index) + " waits at " + barrier_name(op) +
-                    " " + describe_where(where) + " while other threads wait at " + barrier_name(b.barrier_op) + " " +
-                    describe_where(b.barrier_where) +
+                std::string("seg::sim: divergent __syncthreads: thread ") + std::to_string(me.index) + " waits at " +
+                    barrier_name(op) + " " + describe_where(where) + " while other threads wait at " +
+                    barrier_name(b.barrier_op) + " " + describe_where(b.barrier_where) +
                     "; all threads of a block must reach the same barrier (SEG_SIM_STRICT=0 accepts it)\n  in " +
                     thread_context(w, me));
   }
@@ -381,7 +398,6 @@ int block_barrier(BarrierOp op, int predicate, const Where& where) {
 }
 
 unsigned lane_id() { return running_worker("the lane index").current->lane; }
-unsigned warp_id() { return running_worker("the warp index").current->warp; }
 uint32_t live_lanes_mask() {
   Worker& w = running_worker("__activemask");
   const WarpState& ws = w.block.warps[w.current->warp];
@@ -498,8 +514,8 @@ void run_block(Worker& w, uint64_t linear) {
   if (const size_t bad = w.smem.overrun_bytes()) {
     b.faulted = true;
     b.fault_kind = FaultKind::shared_overrun;
-    b.fault_report = "seg::sim: dynamic shared memory overrun: block " + dim_text(b.idx) + " wrote " + std::to_string(bad) +
-                     " byte(s) past the " + std::to_string(w.smem.size) +
+    b.fault_report = "seg::sim: dynamic shared memory overrun: block " + dim_text(b.idx) + " wrote " +
+                     std::to_string(bad) + " byte(s) past the " + std::to_string(w.smem.size) +
                      " bytes of dynamic shared memory given at launch\n  in " + launch_context(w);
   }
 }
@@ -511,7 +527,7 @@ namespace seg::sim::detail {
 void yield_thread() {
   Worker& w = running_worker("__nanosleep");
   SimThread& me = *w.current;
-  w.block.queue.push(me.index);  // stays runnable, behind the others
+  w.block.queue.push(me.index);    // stays runnable, behind the others
   san::hb_release(&w.yield_sync);  // acquired by the host only if the block is abandoned
   switch_to_next(w, me);
 }

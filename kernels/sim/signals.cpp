@@ -53,15 +53,6 @@ class Message {
   size_t n_ = 0;
 };
 
-// The path relative to the repository, as the other reports print it.
-const char* relative_path(const char* file) {
-#ifdef SEG_SIM_SOURCE_ROOT
-  const size_t n = std::strlen(SEG_SIM_SOURCE_ROOT);
-  if (std::strncmp(file, SEG_SIM_SOURCE_ROOT, n) == 0) return file + n;
-#endif
-  return file;
-}
-
 void on_segv(int sig, siginfo_t* info, void* context) {
   Worker* w = current_worker();
   if (w && w->current && w->launch) {
@@ -73,17 +64,32 @@ void on_segv(int sig, siginfo_t* info, void* context) {
     uintptr_t begin = 0;
     size_t bytes = 0;
     if (w->smem.guard && addr >= w->smem.guard && addr < w->smem.guard + g_page) {
-      m.text("  the address is ").number(static_cast<uint64_t>(addr - w->smem.base)).text(" bytes after the start of the ")
-          .number(w->smem.size).text(" bytes of dynamic shared memory given at launch: an access past its end\n");
+      m.text("  the address is ")
+          .number(static_cast<uint64_t>(addr - w->smem.base))
+          .text(" bytes after the start of the ")
+          .number(w->smem.size)
+          .text(" bytes of dynamic shared memory given at launch: an access past its end\n");
     } else if (t.fiber.in_guard_page(addr)) {
-      m.text("  stack overflow: the simulated thread used its whole ").number(t.fiber.stack_bytes() / 1024)
+      m.text("  stack overflow: the simulated thread used its whole ")
+          .number(t.fiber.stack_bytes() / 1024)
           .text(" KiB stack (raise SEG_SIM_STACK_KB)\n");
     } else if (guard_page_owner(addr, &begin, &bytes)) {
-      m.text("  the address is ").number(static_cast<uint64_t>(reinterpret_cast<uintptr_t>(addr) - begin))
-          .text(" bytes after the start of a ").number(bytes).text("-byte device allocation: an access past its end\n");
+      m.text("  the address is ")
+          .number(static_cast<uint64_t>(reinterpret_cast<uintptr_t>(addr) - begin))
+          .text(" bytes after the start of a ")
+          .number(bytes)
+          .text("-byte device allocation: an access past its end\n");
     }
-    m.text("  in kernel ").text(r.kernel_name).text(" launched at ").text(relative_path(r.file)).text(":").number(static_cast<uint64_t>(r.line))
-        .text(", block ").dims(w->block.idx.x, w->block.idx.y, w->block.idx.z).text(", thread ").dims(t.tid.x, t.tid.y, t.tid.z)
+    m.text("  in kernel ")
+        .text(r.kernel_name)
+        .text(" launched at ")
+        .text(relative_path(r.file))
+        .text(":")
+        .number(static_cast<uint64_t>(r.line))
+        .text(", block ")
+        .dims(w->block.idx.x, w->block.idx.y, w->block.idx.z)
+        .text(", thread ")
+        .dims(t.tid.x, t.tid.y, t.tid.z)
         .text("\n");
     m.write_out();
   }

@@ -66,8 +66,8 @@ struct LaunchStats {
   uint64_t blocks = 0;
   uint64_t threads = 0;
   uint64_t context_switches = 0;
-  uint64_t barriers = 0;           // completed __syncthreads (all variants)
-  uint64_t warp_collectives = 0;   // completed shuffles, votes, __syncwarp, WMMA and PTX warp ops
+  uint64_t barriers = 0;             // completed __syncthreads (all variants)
+  uint64_t warp_collectives = 0;     // completed shuffles, votes, __syncwarp, WMMA and PTX warp ops
   uint64_t inactive_lane_reads = 0;  // shuffle reads from lanes that did not take part (poisoned)
 };
 LaunchStats last_launch_stats();
@@ -78,14 +78,14 @@ enum class FaultKind {
   deadlock,              // no thread can run but some have not finished
   divergent_collective,  // lanes of a warp disagree on a collective (op, mask, arguments)
   barrier_divergence,    // __syncthreads reached after exits or at different call sites (strict)
-  inactive_lanes,        // a shuffle reads a lane that did not take part: exited, nonexistent, outside the mask (strict)
-  misaligned,            // pointer or leading dimension breaks an alignment rule (WMMA, ldmatrix, cp.async)
-  bad_argument,          // other invalid arguments (mask without the caller, bad width, ...)
-  fragment_mismatch,     // lanes hold different WMMA fragments: code relies on the lane mapping
-  shared_overrun,        // dynamic shared memory written beyond the launched size
-  out_of_bounds,         // device memory written past the end of its allocation (found after the launch)
-  bad_address,           // a pointer in the wrong memory space (e.g. cp.async from host memory)
-  trap,                  // __trap() or an exception thrown by kernel code
+  inactive_lanes,     // a shuffle reads a lane that did not take part: exited, nonexistent, outside the mask (strict)
+  misaligned,         // pointer or leading dimension breaks an alignment rule (WMMA, ldmatrix, cp.async)
+  bad_argument,       // other invalid arguments (mask without the caller, bad width, ...)
+  fragment_mismatch,  // lanes hold different WMMA fragments: code relies on the lane mapping
+  shared_overrun,     // dynamic shared memory written beyond the launched size
+  out_of_bounds,      // device memory written past the end of its allocation (found after the launch)
+  bad_address,        // a pointer in the wrong memory space (e.g. cp.async from host memory)
+  trap,               // __trap() or an exception thrown by kernel code
 };
 const char* fault_kind_name(FaultKind kind);
 

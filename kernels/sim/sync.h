@@ -41,7 +41,8 @@ void yield_thread();
 inline void __nanosleep(unsigned) { seg::sim::detail::yield_thread(); }
 
 inline long long clock64() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
 }
 
 [[noreturn]] inline void __trap(const std::source_location& where = std::source_location::current()) {

@@ -22,7 +22,8 @@
 #include "kernels/sim/sanitizer_hooks.h"
 
 #if SEG_SIM_TSAN
-extern "C" void AnnotateBenignRaceSized(const char* file, int line, const volatile void* address, long size, const char* description);
+extern "C" void AnnotateBenignRaceSized(const char* file, int line, const volatile void* address, long size,
+                                        const char* description);
 #endif
 
 namespace seg::sim::detail {
@@ -32,7 +33,7 @@ namespace {
 
 struct TlsSymbols {
   bool found_anchor = false;
-  uint64_t anchor = 0;          // TLS offset of threadIdx
+  uint64_t anchor = 0;           // TLS offset of threadIdx
   std::vector<uint64_t> guards;  // TLS offsets of guard bytes
 };
 
@@ -88,7 +89,8 @@ void annotate_tls_guards_for_this_thread() {
   done = true;
   const char* base = reinterpret_cast<const char*>(&threadIdx) - symbols.anchor;
   for (const uint64_t offset : symbols.guards)
-    AnnotateBenignRaceSized(__FILE__, __LINE__, base + offset, 1, "g++ guard byte of a block-scope thread_local (a __shared__ array)");
+    AnnotateBenignRaceSized(__FILE__, __LINE__, base + offset, 1,
+                            "g++ guard byte of a block-scope thread_local (a __shared__ array)");
 #endif
 }
 

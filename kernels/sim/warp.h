@@ -37,11 +37,14 @@ void reduce_complete(WarpOpView& view);
 void syncwarp_complete(WarpOpView& view);
 
 template <class T>
-T shuffle(unsigned mask, const T& value, ShuffleMode mode, int lane_arg, int width, const char* name, const Where& where) {
+T shuffle(unsigned mask, const T& value, ShuffleMode mode, int lane_arg, int width, const char* name,
+          const Where& where) {
   static_assert(std::is_trivially_copyable_v<T> && sizeof(T) <= 8, "warp shuffles move values of at most 8 bytes");
   if (width < 1 || width > 32 || (width & (width - 1)) != 0)
-    fault(FaultKind::bad_argument, std::string(name) + ": width " + std::to_string(width) + " is not a power of two in [1, 32]", where);
-  const ShuffleUniform uniform{static_cast<uint8_t>(mode), static_cast<uint8_t>(width), static_cast<uint16_t>(sizeof(T))};
+    fault(FaultKind::bad_argument,
+          std::string(name) + ": width " + std::to_string(width) + " is not a power of two in [1, 32]", where);
+  const ShuffleUniform uniform{static_cast<uint8_t>(mode), static_cast<uint8_t>(width),
+                               static_cast<uint16_t>(sizeof(T))};
   T result;
   LaneArgs args{&value, &result, lane_arg};
   warp_collective({name, &shuffle_complete, mask, &uniform, sizeof uniform, false}, args, where);
@@ -55,10 +58,14 @@ inline unsigned vote(unsigned mask, int predicate, VoteOp op, const char* name, 
   warp_collective({name, &ballot_complete, mask, nullptr, 0, false}, args, where);
   const unsigned participants = static_cast<unsigned>(args.arg);  // ballot_complete stores them here
   switch (op) {
-    case VoteOp::ballot: return ballot;
-    case VoteOp::any: return ballot != 0;
-    case VoteOp::all: return ballot == participants;
-    case VoteOp::uni: return ballot == 0 || ballot == participants;
+    case VoteOp::ballot:
+      return ballot;
+    case VoteOp::any:
+      return ballot != 0;
+    case VoteOp::all:
+      return ballot == participants;
+    case VoteOp::uni:
+      return ballot == 0 || ballot == participants;
   }
   return 0;
 }
@@ -80,11 +87,13 @@ T reduce(unsigned mask, T value, ReduceOp op, const char* name, const Where& whe
 
 template <class T>
 unsigned match(unsigned mask, const T& value, bool all, int* pred, const char* name, const Where& where) {
-  static_assert(std::is_trivially_copyable_v<T> && (sizeof(T) == 4 || sizeof(T) == 8), "__match_*_sync compares 32- or 64-bit values");
+  static_assert(std::is_trivially_copyable_v<T> && (sizeof(T) == 4 || sizeof(T) == 8),
+                "__match_*_sync compares 32- or 64-bit values");
   const uint16_t bytes = sizeof(T);
   unsigned result = 0;
   LaneArgs args{&value, &result, 0};
-  warp_collective({name, all ? &match_all_complete : &match_any_complete, mask, &bytes, sizeof bytes, false}, args, where);
+  warp_collective({name, all ? &match_all_complete : &match_any_complete, mask, &bytes, sizeof bytes, false}, args,
+                  where);
   if (pred) *pred = args.arg != 0;
   return result;
 }
@@ -92,36 +101,44 @@ unsigned match(unsigned mask, const T& value, bool all, int* pred, const char* n
 }  // namespace seg::sim::detail
 
 template <class T>
-T __shfl_sync(unsigned mask, T var, int src_lane, int width = warpSize, const std::source_location& where = std::source_location::current()) {
-  return seg::sim::detail::shuffle(mask, var, seg::sim::detail::ShuffleMode::idx, src_lane, width, "__shfl_sync", where);
+T __shfl_sync(unsigned mask, T var, int src_lane, int width = warpSize,
+              const std::source_location& where = std::source_location::current()) {
+  return seg::sim::detail::shuffle(mask, var, seg::sim::detail::ShuffleMode::idx, src_lane, width, "__shfl_sync",
+                                   where);
 }
 template <class T>
 T __shfl_up_sync(unsigned mask, T var, unsigned delta, int width = warpSize,
                  const std::source_location& where = std::source_location::current()) {
-  return seg::sim::detail::shuffle(mask, var, seg::sim::detail::ShuffleMode::up, static_cast<int>(delta), width, "__shfl_up_sync", where);
+  return seg::sim::detail::shuffle(mask, var, seg::sim::detail::ShuffleMode::up, static_cast<int>(delta), width,
+                                   "__shfl_up_sync", where);
 }
 template <class T>
 T __shfl_down_sync(unsigned mask, T var, unsigned delta, int width = warpSize,
                    const std::source_location& where = std::source_location::current()) {
-  return seg::sim::detail::shuffle(mask, var, seg::sim::detail::ShuffleMode::down, static_cast<int>(delta), width, "__shfl_down_sync",
-                                   where);
+  return seg::sim::detail::shuffle(mask, var, seg::sim::detail::ShuffleMode::down, static_cast<int>(delta), width,
+                                   "__shfl_down_sync", where);
 }
 template <class T>
 T __shfl_xor_sync(unsigned mask, T var, int lane_mask, int width = warpSize,
                   const std::source_location& where = std::source_location::current()) {
-  return seg::sim::detail::shuffle(mask, var, seg::sim::detail::ShuffleMode::bfly, lane_mask, width, "__shfl_xor_sync", where);
+  return seg::sim::detail::shuffle(mask, var, seg::sim::detail::ShuffleMode::bfly, lane_mask, width, "__shfl_xor_sync",
+                                   where);
 }
 
-inline unsigned __ballot_sync(unsigned mask, int predicate, const std::source_location& where = std::source_location::current()) {
+inline unsigned __ballot_sync(unsigned mask, int predicate,
+                              const std::source_location& where = std::source_location::current()) {
   return seg::sim::detail::vote(mask, predicate, seg::sim::detail::VoteOp::ballot, "__ballot_sync", where);
 }
-inline int __any_sync(unsigned mask, int predicate, const std::source_location& where = std::source_location::current()) {
+inline int __any_sync(unsigned mask, int predicate,
+                      const std::source_location& where = std::source_location::current()) {
   return static_cast<int>(seg::sim::detail::vote(mask, predicate, seg::sim::detail::VoteOp::any, "__any_sync", where));
 }
-inline int __all_sync(unsigned mask, int predicate, const std::source_location& where = std::source_location::current()) {
+inline int __all_sync(unsigned mask, int predicate,
+                      const std::source_location& where = std::source_location::current()) {
   return static_cast<int>(seg::sim::detail::vote(mask, predicate, seg::sim::detail::VoteOp::all, "__all_sync", where));
 }
-inline int __uni_sync(unsigned mask, int predicate, const std::source_location& where = std::source_location::current()) {
+inline int __uni_sync(unsigned mask, int predicate,
+                      const std::source_location& where = std::source_location::current()) {
   return static_cast<int>(seg::sim::detail::vote(mask, predicate, seg::sim::detail::VoteOp::uni, "__uni_sync", where));
 }
 
@@ -130,13 +147,15 @@ unsigned __match_any_sync(unsigned mask, T value, const std::source_location& wh
   return seg::sim::detail::match(mask, value, false, nullptr, "__match_any_sync", where);
 }
 template <class T>
-unsigned __match_all_sync(unsigned mask, T value, int* pred, const std::source_location& where = std::source_location::current()) {
+unsigned __match_all_sync(unsigned mask, T value, int* pred,
+                          const std::source_location& where = std::source_location::current()) {
   return seg::sim::detail::match(mask, value, true, pred, "__match_all_sync", where);
 }
 
-#define SEG_SIM_REDUCE(name, op)                                                                                     \
-  inline unsigned name(unsigned mask, unsigned value, const std::source_location& where = std::source_location::current()) { \
-    return seg::sim::detail::reduce(mask, value, seg::sim::detail::ReduceOp::op, #name, where);                      \
+#define SEG_SIM_REDUCE(name, op)                                                                \
+  inline unsigned name(unsigned mask, unsigned value,                                           \
+                       const std::source_location& where = std::source_location::current()) {   \
+    return seg::sim::detail::reduce(mask, value, seg::sim::detail::ReduceOp::op, #name, where); \
   }
 SEG_SIM_REDUCE(__reduce_add_sync, add)
 SEG_SIM_REDUCE(__reduce_min_sync, min)
@@ -145,19 +164,24 @@ SEG_SIM_REDUCE(__reduce_and_sync, and_)
 SEG_SIM_REDUCE(__reduce_or_sync, or_)
 SEG_SIM_REDUCE(__reduce_xor_sync, xor_)
 #undef SEG_SIM_REDUCE
-inline int __reduce_add_sync(unsigned mask, int value, const std::source_location& where = std::source_location::current()) {
+inline int __reduce_add_sync(unsigned mask, int value,
+                             const std::source_location& where = std::source_location::current()) {
   return seg::sim::detail::reduce(mask, value, seg::sim::detail::ReduceOp::add, "__reduce_add_sync", where);
 }
-inline int __reduce_min_sync(unsigned mask, int value, const std::source_location& where = std::source_location::current()) {
+inline int __reduce_min_sync(unsigned mask, int value,
+                             const std::source_location& where = std::source_location::current()) {
   return seg::sim::detail::reduce(mask, value, seg::sim::detail::ReduceOp::min, "__reduce_min_sync", where);
 }
-inline int __reduce_max_sync(unsigned mask, int value, const std::source_location& where = std::source_location::current()) {
+inline int __reduce_max_sync(unsigned mask, int value,
+                             const std::source_location& where = std::source_location::current()) {
   return seg::sim::detail::reduce(mask, value, seg::sim::detail::ReduceOp::max, "__reduce_max_sync", where);
 }
 
-inline void __syncwarp(unsigned mask = 0xFFFFFFFFu, const std::source_location& where = std::source_location::current()) {
+inline void __syncwarp(unsigned mask = 0xFFFFFFFFu,
+                       const std::source_location& where = std::source_location::current()) {
   seg::sim::detail::LaneArgs args;
-  seg::sim::detail::warp_collective({"__syncwarp", &seg::sim::detail::syncwarp_complete, mask, nullptr, 0, false}, args, where);
+  seg::sim::detail::warp_collective({"__syncwarp", &seg::sim::detail::syncwarp_complete, mask, nullptr, 0, false}, args,
+                                    where);
 }
 
 inline unsigned __activemask() { return seg::sim::detail::live_lanes_mask(); }

@@ -45,7 +45,8 @@ bool same_bytes(const void* a, const void* b, uint32_t n) {
 }
 
 [[noreturn]] void mismatch(Worker& w, SimThread& me, const std::string& what) {
-  raise_fault(w, FaultKind::divergent_collective, "seg::sim: divergent warp collective: " + what + "\n  in " + thread_context(w, me));
+  raise_fault(w, FaultKind::divergent_collective,
+              "seg::sim: divergent warp collective: " + what + "\n  in " + thread_context(w, me));
 }
 
 // Completes `op` if every lane it still waits for has arrived. Runs on whichever lane arrived or
@@ -59,8 +60,8 @@ void try_complete(Worker& w, unsigned warp, WarpOp& op) {
     raise_fault(w, FaultKind::divergent_collective,
                 std::string("seg::sim: divergent warp collective: ") + op.name + " at " + describe_where(op.where) +
                     " must be executed by all 32 lanes of the warp, but lanes " + lane_list(~op.arrived) + " of warp " +
-                    std::to_string(warp) + ((~ws.exists) ? " do not exist (partial warp)" : " have exited") + "\n  in " +
-                    thread_context(w, me));
+                    std::to_string(warp) + ((~ws.exists) ? " do not exist (partial warp)" : " have exited") +
+                    "\n  in " + thread_context(w, me));
   }
   WarpOpView view;
   view.mask = op.mask;
@@ -103,22 +104,24 @@ void warp_collective(const WarpOpDesc& d, LaneArgs& mine, const Where& where) {
     if (op.mask == d.mask) {
       if (op.complete != d.complete)
         mismatch(w, me,
-                 "lane " + std::to_string(me.lane) + " calls " + d.name + " at " + describe_where(where) + " with mask " + hex_mask(d.mask) +
-                     " while lanes " + lane_list(op.arrived) + " wait in " + op.name + " at " + describe_where(op.where) +
-                     " with the same mask");
-      if (op.uniform_bytes != d.uniform_bytes || !same_bytes(op.uniform, d.uniform, d.uniform_bytes))
-        mismatch(w, me,
                  "lane " + std::to_string(me.lane) + " calls " + d.name + " at " + describe_where(where) +
-                     " with arguments (width, type, pointer, leading dimension or layout) that differ from those of lanes " +
-                     lane_list(op.arrived) + " (" + describe_where(op.where) + "); they must be the same in every lane");
+                     " with mask " + hex_mask(d.mask) + " while lanes " + lane_list(op.arrived) + " wait in " +
+                     op.name + " at " + describe_where(op.where) + " with the same mask");
+      if (op.uniform_bytes != d.uniform_bytes || !same_bytes(op.uniform, d.uniform, d.uniform_bytes))
+        mismatch(
+            w, me,
+            "lane " + std::to_string(me.lane) + " calls " + d.name + " at " + describe_where(where) +
+                " with arguments (width, type, pointer, leading dimension or layout) that differ from those of lanes " +
+                lane_list(op.arrived) + " (" + describe_where(op.where) + "); they must be the same in every lane");
       join = &op;
       break;
     }
     if (op.arrived & d.mask)
       mismatch(w, me,
-               "lane " + std::to_string(me.lane) + " calls " + d.name + " at " + describe_where(where) + " with mask " + hex_mask(d.mask) +
-                   ", but lanes " + lane_list(op.arrived & d.mask) + " of that mask wait in " + op.name + " at " +
-                   describe_where(op.where) + " with mask " + hex_mask(op.mask) + "; neither can complete");
+               "lane " + std::to_string(me.lane) + " calls " + d.name + " at " + describe_where(where) + " with mask " +
+                   hex_mask(d.mask) + ", but lanes " + lane_list(op.arrived & d.mask) + " of that mask wait in " +
+                   op.name + " at " + describe_where(op.where) + " with mask " + hex_mask(op.mask) +
+                   "; neither can complete");
   }
   if (!join) {
     join = &free_slot(ws);
@@ -161,16 +164,18 @@ void inactive_lane_read(const WarpOpView& view, unsigned reader, unsigned src) {
   Worker& w = running_worker(view.name);
   const bool exists = view.exists >> src & 1u;
   const bool exited = view.exited >> src & 1u;
-  const std::string why = !exists                   ? "does not exist (the warp is partial: the block size is not a multiple of 32)"
-                          : exited                  ? "has exited"
+  const std::string why = !exists  ? "does not exist (the warp is partial: the block size is not a multiple of 32)"
+                          : exited ? "has exited"
                           : !(view.mask >> src & 1u) ? "is not in the mask " + hex_mask(view.mask)
-                                                    : "did not take part";
+                                                     : "did not take part";
   if (view.strict) {
-    raise_fault(w, FaultKind::inactive_lanes,
-                std::string("seg::sim: ") + view.name + " at " + describe_where(view.where) + ": lane " + std::to_string(reader) + " of warp " +
-                    std::to_string(view.warp) + " reads lane " + std::to_string(src) + ", which " + why +
-                    "; the value is undefined on the GPU (SEG_SIM_STRICT=0 returns the poison value 0xFF.. instead)\n  in " +
-                    thread_context(w, *w.current));
+    raise_fault(
+        w, FaultKind::inactive_lanes,
+        std::string("seg::sim: ") + view.name + " at " + describe_where(view.where) + ": lane " +
+            std::to_string(reader) + " of warp " + std::to_string(view.warp) + " reads lane " + std::to_string(src) +
+            ", which " + why +
+            "; the value is undefined on the GPU (SEG_SIM_STRICT=0 returns the poison value 0xFF.. instead)\n  in " +
+            thread_context(w, *w.current));
   }
   ++w.stats.inactive_lane_reads;
 }

@@ -23,10 +23,22 @@ unsigned shuffle_source(ShuffleMode mode, unsigned lane, int b_operand, unsigned
   int j = l;
   bool in_range = false;
   switch (mode) {
-    case ShuffleMode::up: j = l - b; in_range = j >= max_lane; break;
-    case ShuffleMode::down: j = l + b; in_range = j <= max_lane; break;
-    case ShuffleMode::bfly: j = l ^ b; in_range = j <= max_lane; break;
-    case ShuffleMode::idx: j = min_lane | (b & ~segmask); in_range = j <= max_lane; break;
+    case ShuffleMode::up:
+      j = l - b;
+      in_range = j >= max_lane;
+      break;
+    case ShuffleMode::down:
+      j = l + b;
+      in_range = j <= max_lane;
+      break;
+    case ShuffleMode::bfly:
+      j = l ^ b;
+      in_range = j <= max_lane;
+      break;
+    case ShuffleMode::idx:
+      j = min_lane | (b & ~segmask);
+      in_range = j <= max_lane;
+      break;
   }
   return static_cast<unsigned>(in_range ? j : l);
 }
@@ -76,8 +88,10 @@ void match_all_complete(WarpOpView& v) {
   bool all_equal = true;
   for (unsigned l = 0; l < 32; ++l) {
     if (!takes_part(v, l)) continue;
-    if (!first) first = v.lanes[l]->in;
-    else if (std::memcmp(first, v.lanes[l]->in, bytes) != 0) all_equal = false;
+    if (!first)
+      first = v.lanes[l]->in;
+    else if (std::memcmp(first, v.lanes[l]->in, bytes) != 0)
+      all_equal = false;
   }
   for (unsigned l = 0; l < 32; ++l) {
     if (!takes_part(v, l)) continue;
@@ -102,12 +116,24 @@ void reduce_complete(WarpOpView& v) {
     }
     const auto sx = static_cast<int32_t>(x), sacc = static_cast<int32_t>(acc);
     switch (op) {
-      case ReduceOp::add: acc += x; break;
-      case ReduceOp::min: acc = u.is_signed ? static_cast<uint32_t>(sx < sacc ? sx : sacc) : (x < acc ? x : acc); break;
-      case ReduceOp::max: acc = u.is_signed ? static_cast<uint32_t>(sx > sacc ? sx : sacc) : (x > acc ? x : acc); break;
-      case ReduceOp::and_: acc &= x; break;
-      case ReduceOp::or_: acc |= x; break;
-      case ReduceOp::xor_: acc ^= x; break;
+      case ReduceOp::add:
+        acc += x;
+        break;
+      case ReduceOp::min:
+        acc = u.is_signed ? static_cast<uint32_t>(sx < sacc ? sx : sacc) : (x < acc ? x : acc);
+        break;
+      case ReduceOp::max:
+        acc = u.is_signed ? static_cast<uint32_t>(sx > sacc ? sx : sacc) : (x > acc ? x : acc);
+        break;
+      case ReduceOp::and_:
+        acc &= x;
+        break;
+      case ReduceOp::or_:
+        acc |= x;
+        break;
+      case ReduceOp::xor_:
+        acc ^= x;
+        break;
     }
   }
   for (unsigned l = 0; l < 32; ++l)

@@ -75,23 +75,30 @@ struct storage<precision::tf32> {
 
 template <class T>
 float to_float(T v) {
-  if constexpr (std::is_same_v<T, __half>) return __half2float(v);
-  else if constexpr (std::is_same_v<T, __nv_bfloat16>) return __bfloat162float(v);
-  else return static_cast<float>(v);
+  if constexpr (std::is_same_v<T, __half>)
+    return __half2float(v);
+  else if constexpr (std::is_same_v<T, __nv_bfloat16>)
+    return __bfloat162float(v);
+  else
+    return static_cast<float>(v);
 }
 template <class T>
 T from_float(float v) {
-  if constexpr (std::is_same_v<T, __half>) return __float2half(v);
-  else if constexpr (std::is_same_v<T, __nv_bfloat16>) return __float2bfloat16(v);
-  else return v;
+  if constexpr (std::is_same_v<T, __half>)
+    return __float2half(v);
+  else if constexpr (std::is_same_v<T, __nv_bfloat16>)
+    return __float2bfloat16(v);
+  else
+    return v;
 }
 
 template <class Use, int M, int N, int K, class T>
 constexpr bool supported() {
   constexpr bool half_like = std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>;
-  constexpr bool shape16 = (M == 16 && N == 16 && K == 16) || (M == 32 && N == 8 && K == 16) || (M == 8 && N == 32 && K == 16);
+  constexpr bool shape16 =
+      (M == 16 && N == 16 && K == 16) || (M == 32 && N == 8 && K == 16) || (M == 8 && N == 32 && K == 16);
   if constexpr (std::is_same_v<Use, accumulator>) {
-    return (std::is_same_v<T, float> || std::is_same_v<T, __half>) && (shape16 || (M == 16 && N == 16 && K == 8));
+    return (std::is_same_v<T, float> || std::is_same_v<T, __half>)&&(shape16 || (M == 16 && N == 16 && K == 8));
   } else {
     return (half_like && shape16) || (std::is_same_v<T, precision::tf32> && M == 16 && N == 16 && K == 8);
   }
@@ -104,11 +111,13 @@ struct MemoryArgs {
 };
 
 // Faults (misaligned) unless ptr is 32-byte aligned and ldm a multiple of 16 bytes.
-void check_memory_args(const char* op, const void* ptr, unsigned ldm, size_t element_bytes, const seg::sim::detail::Where& where);
+void check_memory_args(const char* op, const void* ptr, unsigned ldm, size_t element_bytes,
+                       const seg::sim::detail::Where& where);
 void no_op_complete(seg::sim::detail::WarpOpView& view);
 // Faults (fragment_mismatch): lane `lane` holds a `role` fragment that differs from lane 0's at
 // element (row, col).
-[[noreturn]] void fragment_mismatch(const seg::sim::detail::WarpOpView& view, const char* role, unsigned lane, int row, int col);
+[[noreturn]] void fragment_mismatch(const seg::sim::detail::WarpOpView& view, const char* role, unsigned lane, int row,
+                                    int col);
 
 // Checks that every lane passed an identical fragment; fragment(l) gives lane l's copy.
 template <class Frag, class Get>
@@ -118,7 +127,8 @@ void check_same_fragment(const seg::sim::detail::WarpOpView& v, const char* role
     const Frag& other = fragment(l);
     if (std::memcmp(first.x, other.x, sizeof first.x) == 0) continue;
     for (int i = 0; i < Frag::num_elements; ++i)
-      if (std::memcmp(&first.x[i], &other.x[i], sizeof first.x[i]) != 0) fragment_mismatch(v, role, l, i / Frag::cols, i % Frag::cols);
+      if (std::memcmp(&first.x[i], &other.x[i], sizeof first.x[i]) != 0)
+        fragment_mismatch(v, role, l, i / Frag::cols, i % Frag::cols);
   }
 }
 
@@ -140,14 +150,16 @@ class fragment {
 };
 
 template <class Use, int M, int N, int K, class T, class L>
-inline void fill_fragment(fragment<Use, M, N, K, T, L>& f, const typename fragment<Use, M, N, K, T, L>::storage_element_type& v) {
+inline void fill_fragment(fragment<Use, M, N, K, T, L>& f,
+                          const typename fragment<Use, M, N, K, T, L>::storage_element_type& v) {
   for (auto& e : f.x) e = v;
 }
 
 namespace sim {
 
 template <class Frag, class E>
-void load(Frag& f, const E* p, unsigned ldm, bool col_major_memory, const char* op, const seg::sim::detail::Where& where) {
+void load(Frag& f, const E* p, unsigned ldm, bool col_major_memory, const char* op,
+          const seg::sim::detail::Where& where) {
   check_memory_args(op, p, ldm, sizeof(E), where);
   const MemoryArgs uniform{p, ldm, col_major_memory ? 1 : 0};
   seg::sim::detail::LaneArgs args;
@@ -155,7 +167,8 @@ void load(Frag& f, const E* p, unsigned ldm, bool col_major_memory, const char* 
   // Each lane reads the whole tile itself once the warp has met.
   for (int r = 0; r < Frag::rows; ++r)
     for (int c = 0; c < Frag::cols; ++c)
-      f.x[r * Frag::cols + c] = col_major_memory ? p[static_cast<size_t>(c) * ldm + r] : p[static_cast<size_t>(r) * ldm + c];
+      f.x[r * Frag::cols + c] =
+          col_major_memory ? p[static_cast<size_t>(c) * ldm + r] : p[static_cast<size_t>(r) * ldm + c];
 }
 
 // The store is done once, for the warp, by the lane that completes the collective.
@@ -168,7 +181,8 @@ void store_complete(seg::sim::detail::WarpOpView& v) {
   E* p = static_cast<E*>(const_cast<void*>(u.ptr));
   for (int r = 0; r < Frag::rows; ++r)
     for (int c = 0; c < Frag::cols; ++c)
-      (u.layout ? p[static_cast<size_t>(c) * u.ldm + r] : p[static_cast<size_t>(r) * u.ldm + c]) = f.x[r * Frag::cols + c];
+      (u.layout ? p[static_cast<size_t>(c) * u.ldm + r] : p[static_cast<size_t>(r) * u.ldm + c]) =
+          f.x[r * Frag::cols + c];
 }
 
 template <class A, class B, class C>
@@ -188,8 +202,10 @@ inline float tf32_truncate(float x) {
 
 template <class T>
 float multiplicand(T v) {
-  if constexpr (std::is_same_v<T, float>) return tf32_truncate(v);  // tf32 fragments store floats
-  else return to_float(v);
+  if constexpr (std::is_same_v<T, float>)
+    return tf32_truncate(v);  // tf32 fragments store floats
+  else
+    return to_float(v);
 }
 
 // D = A * B + C, once for the warp, written into every lane's D.
@@ -223,13 +239,15 @@ void mma_complete(seg::sim::detail::WarpOpView& v) {
 template <int M, int N, int K, class T, class L, class E>
 inline void load_matrix_sync(fragment<matrix_a, M, N, K, T, L>& a, const E* p, unsigned ldm,
                              const std::source_location& where = std::source_location::current()) {
-  static_assert(std::is_same_v<E, typename fragment<matrix_a, M, N, K, T, L>::storage_element_type>, "pointer type must match the fragment");
+  static_assert(std::is_same_v<E, typename fragment<matrix_a, M, N, K, T, L>::storage_element_type>,
+                "pointer type must match the fragment");
   sim::load(a, p, ldm, std::is_same_v<L, col_major>, "wmma::load_matrix_sync(matrix_a)", where);
 }
 template <int M, int N, int K, class T, class L, class E>
 inline void load_matrix_sync(fragment<matrix_b, M, N, K, T, L>& b, const E* p, unsigned ldm,
                              const std::source_location& where = std::source_location::current()) {
-  static_assert(std::is_same_v<E, typename fragment<matrix_b, M, N, K, T, L>::storage_element_type>, "pointer type must match the fragment");
+  static_assert(std::is_same_v<E, typename fragment<matrix_b, M, N, K, T, L>::storage_element_type>,
+                "pointer type must match the fragment");
   sim::load(b, p, ldm, std::is_same_v<L, col_major>, "wmma::load_matrix_sync(matrix_b)", where);
 }
 template <int M, int N, int K, class T>
@@ -245,14 +263,15 @@ inline void store_matrix_sync(T* p, const fragment<accumulator, M, N, K, T>& c, 
   sim::check_memory_args("wmma::store_matrix_sync", p, ldm, sizeof(T), where);
   const sim::MemoryArgs uniform{p, ldm, layout == mem_col_major ? 1 : 0};
   seg::sim::detail::LaneArgs args{&c, nullptr, 0};
-  seg::sim::detail::warp_collective({"wmma::store_matrix_sync", &sim::store_complete<Frag, T>, 0xFFFFFFFFu, &uniform, sizeof uniform, true},
-                                    args, where);
+  seg::sim::detail::warp_collective(
+      {"wmma::store_matrix_sync", &sim::store_complete<Frag, T>, 0xFFFFFFFFu, &uniform, sizeof uniform, true}, args,
+      where);
 }
 
 template <int M, int N, int K, class Td, class Ta, class La, class Tb, class Lb, class Tc>
 inline void mma_sync(fragment<accumulator, M, N, K, Td>& d, const fragment<matrix_a, M, N, K, Ta, La>& a,
-                     const fragment<matrix_b, M, N, K, Tb, Lb>& b, const fragment<accumulator, M, N, K, Tc>& c, bool satf = false,
-                     const std::source_location& where = std::source_location::current()) {
+                     const fragment<matrix_b, M, N, K, Tb, Lb>& b, const fragment<accumulator, M, N, K, Tc>& c,
+                     bool satf = false, const std::source_location& where = std::source_location::current()) {
   (void)satf;
   using D = fragment<accumulator, M, N, K, Td>;
   using A = fragment<matrix_a, M, N, K, Ta, La>;
@@ -261,7 +280,8 @@ inline void mma_sync(fragment<accumulator, M, N, K, Td>& d, const fragment<matri
   static_assert(std::is_same_v<Ta, Tb>, "matrix_a and matrix_b must have the same element type");
   const sim::MmaOperands<A, B, C> ops{&a, &b, &c};
   seg::sim::detail::LaneArgs args{&ops, &d, 0};
-  seg::sim::detail::warp_collective({"wmma::mma_sync", &sim::mma_complete<D, A, B, C>, 0xFFFFFFFFu, nullptr, 0, true}, args, where);
+  seg::sim::detail::warp_collective({"wmma::mma_sync", &sim::mma_complete<D, A, B, C>, 0xFFFFFFFFu, nullptr, 0, true},
+                                    args, where);
 }
 
 // Rounds to the nearest tf32 value (10 mantissa bits), ties away from zero, as cvt.rna.tf32.f32.

@@ -160,10 +160,10 @@ struct DynamicSmem {
 // One per OS thread that runs blocks: the calling thread and each pool thread.
 struct Worker {
   std::unique_ptr<Fiber> host;
-  std::vector<std::unique_ptr<SimThread>> threads;       // the pool in use (one per thread index)
+  std::vector<std::unique_ptr<SimThread>> threads;        // the pool in use (one per thread index)
   std::vector<std::unique_ptr<SimThread>> other_threads;  // kept for the other switch implementation
-  bool fibers_need_reset = false;  // after a fault, fibers are stuck mid-kernel
-  SimThread* current = nullptr;    // the simulated thread running now (null on the host fiber)
+  bool fibers_need_reset = false;                         // after a fault, fibers are stuck mid-kernel
+  SimThread* current = nullptr;                           // the simulated thread running now (null on the host fiber)
   LaunchState* launch = nullptr;
   BlockRun block;
   DynamicSmem smem;
@@ -187,7 +187,9 @@ void make_runnable_in_order(Worker& w, uint32_t lanes_or_all, unsigned warp, boo
 void switch_to_next(Worker& w, SimThread& me);
 [[noreturn]] void raise_fault(Worker& w, FaultKind kind, const std::string& report);
 std::string thread_context(const Worker& w, const SimThread& t);
-std::string describe_where(const Where& where);
+// A source path relative to the repository (a suffix of `file`, so async-signal-safe).
+const char* relative_path(const char* file);
+std::string describe_where(const Where& where);  // "path:line"
 std::string lane_list(uint32_t lanes);
 std::string dim_text(unsigned x, unsigned y, unsigned z);  // "(x,y,z)"
 std::string dim_text(const dim3& d);

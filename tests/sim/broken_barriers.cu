@@ -102,7 +102,11 @@ void staging_without_trailing_barrier(const float* x, float* y, int tiles) {
 void early_return_before_barrier(const float* x, float* y, int n) {
   SEG_LAUNCH(early_return_before_barrier_kernel, (n + kThreads - 1) / kThreads, kThreads, 0, 0, x, y, n);
 }
-void half_tile_without_barrier(const __half* x, __half* y) { SEG_LAUNCH(half_tile_without_barrier_kernel, 1, kThreads, 0, 0, x, y); }
-void barriers_at_different_sites(const float* x, float* y) { SEG_LAUNCH(barriers_at_different_sites_kernel, 1, 64, 0, 0, x, y); }
+void half_tile_without_barrier(const __half* x, __half* y) {
+  SEG_LAUNCH(half_tile_without_barrier_kernel, 1, kThreads, 0, 0, x, y);
+}
+void barriers_at_different_sites(const float* x, float* y) {
+  SEG_LAUNCH(barriers_at_different_sites_kernel, 1, 64, 0, 0, x, y);
+}
 
 }  // namespace simtest::broken

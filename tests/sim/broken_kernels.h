@@ -12,18 +12,18 @@ void warp_sums_without_barrier(const float* x, float* block_sums, int blocks);
 void tree_reduction_without_barrier(const float* x, float* block_sums, int blocks);
 void staging_without_trailing_barrier(const float* x, float* y, int tiles);  // y[i] = x[i] + x[next in tile]
 void early_return_before_barrier(const float* x, float* y, int n);           // y[i] = x[i] + x[neighbour]
-void barriers_at_different_sites(const float* x, float* y);                   // 64 threads
-void half_tile_without_barrier(const __half* x, __half* y);                   // y[t] = x[t + 1 mod 256]
+void barriers_at_different_sites(const float* x, float* y);                  // 64 threads
+void half_tile_without_barrier(const __half* x, __half* y);                  // y[t] = x[t + 1 mod 256]
 
 // broken_memory.cu
-void read_one_past_the_end(const float* x, int n, float* sum);           // reads x[n]
-void write_one_past_the_end(float* y, int n);                            // writes y[n]
-void static_shared_out_of_bounds(const float* x, float* y);              // 128 threads, buf[64]
+void read_one_past_the_end(const float* x, int n, float* sum);            // reads x[n]
+void write_one_past_the_end(float* y, int n);                             // writes y[n]
+void static_shared_out_of_bounds(const float* x, float* y);               // 128 threads, buf[64]
 void dynamic_shared_overrun(float* y, int threads, int launched_floats);  // each thread writes smem[tid]
-void dynamic_shared_uninitialised(const float* x, float* y);             // 128 threads, reads smem[128]
-void non_atomic_cross_block_add(float* total, int blocks);               // *total += 1 per block
-void stack_overflow(float* y);                                           // 1 MiB local array
-void trap(float* y);                                                     // thread 3 calls __trap()
+void dynamic_shared_uninitialised(const float* x, float* y);              // 128 threads, reads smem[128]
+void non_atomic_cross_block_add(float* total, int blocks);                // *total += 1 per block
+void stack_overflow(float* y);                                            // 1 MiB local array
+void trap(float* y);                                                      // thread 3 calls __trap()
 
 // broken_warp.cu (y: one value per thread)
 void divergent_shuffle_then_barrier(const float* x, float* y);  // 64 threads
@@ -41,7 +41,7 @@ void wmma_bad_ldm(const __half* a, const __half* b, float* c);             // ld
 void wmma_divergent(const __half* a, const __half* b, float* c);           // half the warp
 
 // broken_ptx.cu
-void cp_async_without_wait(const float* x, float* y);           // 128 threads
+void cp_async_without_wait(const float* x, float* y);            // 128 threads
 void ldmatrix_misaligned(const unsigned short* x, unsigned* y);  // rows at 8-byte offsets
 void cp_async_from_host_memory(const float* host_x, float* y);   // source is not device memory
 

@@ -65,16 +65,22 @@ __global__ void trap_kernel(float* y) {
 
 namespace simtest::broken {
 
-void read_one_past_the_end(const float* x, int n, float* sum) { SEG_LAUNCH(read_one_past_the_end_kernel, 4, 128, 0, 0, x, n, sum); }
+void read_one_past_the_end(const float* x, int n, float* sum) {
+  SEG_LAUNCH(read_one_past_the_end_kernel, 4, 128, 0, 0, x, n, sum);
+}
 void write_one_past_the_end(float* y, int n) { SEG_LAUNCH(write_one_past_the_end_kernel, 4, 128, 0, 0, y, n); }
-void static_shared_out_of_bounds(const float* x, float* y) { SEG_LAUNCH(static_shared_out_of_bounds_kernel, 1, 128, 0, 0, x, y); }
+void static_shared_out_of_bounds(const float* x, float* y) {
+  SEG_LAUNCH(static_shared_out_of_bounds_kernel, 1, 128, 0, 0, x, y);
+}
 void dynamic_shared_overrun(float* y, int threads, int launched_floats) {
   SEG_LAUNCH(dynamic_shared_overrun_kernel, 1, threads, launched_floats * sizeof(float), 0, y);
 }
 void dynamic_shared_uninitialised(const float* x, float* y) {
   SEG_LAUNCH(dynamic_shared_uninitialised_kernel, 1, 128, 129 * sizeof(float), 0, x, y);
 }
-void non_atomic_cross_block_add(float* total, int blocks) { SEG_LAUNCH(non_atomic_cross_block_add_kernel, blocks, 32, 0, 0, total); }
+void non_atomic_cross_block_add(float* total, int blocks) {
+  SEG_LAUNCH(non_atomic_cross_block_add_kernel, blocks, 32, 0, 0, total);
+}
 void trap(float* y) { SEG_LAUNCH(trap_kernel, 1, 32, 0, 0, y); }
 void stack_overflow(float* y) { SEG_LAUNCH(stack_overflow_kernel, 1, 32, 0, 0, y); }
 

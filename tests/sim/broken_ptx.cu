@@ -43,8 +43,12 @@ __global__ void cp_async_from_host_memory_kernel(const float* host_x, float* y) 
 
 namespace simtest::broken {
 
-void cp_async_without_wait(const float* x, float* y) { SEG_LAUNCH(cp_async_without_wait_kernel, 1, 128, 128 * sizeof(float), 0, x, y); }
-void ldmatrix_misaligned(const unsigned short* x, unsigned* y) { SEG_LAUNCH(ldmatrix_misaligned_kernel, 1, 32, 0, 0, x, y); }
+void cp_async_without_wait(const float* x, float* y) {
+  SEG_LAUNCH(cp_async_without_wait_kernel, 1, 128, 128 * sizeof(float), 0, x, y);
+}
+void ldmatrix_misaligned(const unsigned short* x, unsigned* y) {
+  SEG_LAUNCH(ldmatrix_misaligned_kernel, 1, 32, 0, 0, x, y);
+}
 void cp_async_from_host_memory(const float* host_x, float* y) {
   SEG_LAUNCH(cp_async_from_host_memory_kernel, 1, 8, 32 * sizeof(float), 0, host_x, y);
 }

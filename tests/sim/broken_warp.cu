@@ -41,8 +41,10 @@ __global__ void shuffle_mask_without_caller_kernel(const float* x, float* y) {
 __global__ void mismatched_collectives_kernel(const float* x, float* y) {
   const int lane = threadIdx.x % 32;
   const float v = x[threadIdx.x];
-  if (lane % 2) y[threadIdx.x] = __shfl_sync(0xFFFFFFFFu, v, 0);
-  else y[threadIdx.x] = static_cast<float>(__ballot_sync(0xFFFFFFFFu, v > 0.0f));
+  if (lane % 2)
+    y[threadIdx.x] = __shfl_sync(0xFFFFFFFFu, v, 0);
+  else
+    y[threadIdx.x] = static_cast<float>(__ballot_sync(0xFFFFFFFFu, v > 0.0f));
 }
 
 // BUG: width must be a power of two.
@@ -54,10 +56,16 @@ __global__ void bad_shuffle_width_kernel(const float* x, float* y) {
 
 namespace simtest::broken {
 
-void divergent_shuffle_then_barrier(const float* x, float* y) { SEG_LAUNCH(divergent_shuffle_then_barrier_kernel, 1, 64, 0, 0, x, y); }
-void divergent_shuffle_then_exit(const float* x, float* y) { SEG_LAUNCH(divergent_shuffle_then_exit_kernel, 1, 64, 0, 0, x, y); }
+void divergent_shuffle_then_barrier(const float* x, float* y) {
+  SEG_LAUNCH(divergent_shuffle_then_barrier_kernel, 1, 64, 0, 0, x, y);
+}
+void divergent_shuffle_then_exit(const float* x, float* y) {
+  SEG_LAUNCH(divergent_shuffle_then_exit_kernel, 1, 64, 0, 0, x, y);
+}
 void partial_warp_reduction(const float* x, float* y) { SEG_LAUNCH(partial_warp_reduction_kernel, 1, 48, 0, 0, x, y); }
-void shuffle_mask_without_caller(const float* x, float* y) { SEG_LAUNCH(shuffle_mask_without_caller_kernel, 1, 32, 0, 0, x, y); }
+void shuffle_mask_without_caller(const float* x, float* y) {
+  SEG_LAUNCH(shuffle_mask_without_caller_kernel, 1, 32, 0, 0, x, y);
+}
 void mismatched_collectives(const float* x, float* y) { SEG_LAUNCH(mismatched_collectives_kernel, 1, 32, 0, 0, x, y); }
 void bad_shuffle_width(const float* x, float* y) { SEG_LAUNCH(bad_shuffle_width_kernel, 1, 32, 0, 0, x, y); }
 

@@ -88,8 +88,12 @@ void wmma_bias_by_lane(const __half* a, const __half* b, const float* bias, floa
 void wmma_lane_dependent_fragment(const __half* a, const __half* b, float* c) {
   SEG_LAUNCH(wmma_lane_dependent_fragment_kernel, 1, 32, 0, 0, a, b, c);
 }
-void wmma_misaligned_pointer(const __half* a, const __half* b, float* c) { SEG_LAUNCH(wmma_misaligned_pointer_kernel, 1, 32, 0, 0, a, b, c); }
+void wmma_misaligned_pointer(const __half* a, const __half* b, float* c) {
+  SEG_LAUNCH(wmma_misaligned_pointer_kernel, 1, 32, 0, 0, a, b, c);
+}
 void wmma_bad_ldm(const __half* a, const __half* b, float* c) { SEG_LAUNCH(wmma_bad_ldm_kernel, 1, 32, 0, 0, a, b, c); }
-void wmma_divergent(const __half* a, const __half* b, float* c) { SEG_LAUNCH(wmma_divergent_kernel, 1, 32, 0, 0, a, b, c); }
+void wmma_divergent(const __half* a, const __half* b, float* c) {
+  SEG_LAUNCH(wmma_divergent_kernel, 1, 32, 0, 0, a, b, c);
+}
 
 }  // namespace simtest::broken

@@ -61,9 +61,11 @@ Outcome staging_no_trailing_barrier() {
   const int tiles = 4, threads = 256;
   const std::vector<float> x = ramp(tiles * threads);
   std::vector<double> want(x.size());
-  for (int i = 0; i < tiles * threads; ++i) want[i] = double(x[i]) + x[(i / threads) * threads + (i % threads + 1) % threads];
+  for (int i = 0; i < tiles * threads; ++i)
+    want[i] = double(x[i]) + x[(i / threads) * threads + (i % threads + 1) % threads];
   DeviceBuffer<float> dx(x), y(x.size());
-  return attempt([&] { staging_without_trailing_barrier(dx.get(), y.get(), tiles); }, [&] { return mismatches(y.download(), want); });
+  return attempt([&] { staging_without_trailing_barrier(dx.get(), y.get(), tiles); },
+                 [&] { return mismatches(y.download(), want); });
 }
 
 Outcome half_tile_no_barrier() {
@@ -89,7 +91,8 @@ Outcome early_return_before_barrier() {
     want[i] = double(x[i]) + (next < n ? x[next] : 0.0f);
   }
   DeviceBuffer<float> dx(x), y(n);
-  return attempt([&] { broken::early_return_before_barrier(dx.get(), y.get(), n); }, [&] { return mismatches(y.download(), want); });
+  return attempt([&] { broken::early_return_before_barrier(dx.get(), y.get(), n); },
+                 [&] { return mismatches(y.download(), want); });
 }
 
 Outcome barriers_different_sites() {
@@ -97,7 +100,8 @@ Outcome barriers_different_sites() {
   std::vector<double> want(64);
   for (int t = 0; t < 64; ++t) want[t] = x[63 - t] * (t < 32 ? 1.0 : 2.0);
   DeviceBuffer<float> dx(x), y(64);
-  return attempt([&] { barriers_at_different_sites(dx.get(), y.get()); }, [&] { return mismatches(y.download(), want); });
+  return attempt([&] { barriers_at_different_sites(dx.get(), y.get()); },
+                 [&] { return mismatches(y.download(), want); });
 }
 
 // ---- memory ----------------------------------------------------------------------------------------
@@ -108,13 +112,15 @@ Outcome read_past_end() {
   for (float v : x) want += v;
   DeviceBuffer<float> dx(x), sum(1);
   sum.fill_bytes(0);
-  return attempt([&] { read_one_past_the_end(dx.get(), n, sum.get()); }, [&] { return mismatches(sum.download(), {want}); });
+  return attempt([&] { read_one_past_the_end(dx.get(), n, sum.get()); },
+                 [&] { return mismatches(sum.download(), {want}); });
 }
 
 Outcome write_past_end() {
   const int n = 1000;  // 4000 bytes: the write lands in the allocation's rounding slack
   DeviceBuffer<float> y(n);
-  return attempt([&] { write_one_past_the_end(y.get(), n); }, [&] { return mismatches(y.download(), std::vector<double>(n, 1.0)); });
+  return attempt([&] { write_one_past_the_end(y.get(), n); },
+                 [&] { return mismatches(y.download(), std::vector<double>(n, 1.0)); });
 }
 
 Outcome static_shared_oob() {
@@ -122,14 +128,16 @@ Outcome static_shared_oob() {
   std::vector<double> want(128);
   for (int t = 0; t < 128; ++t) want[t] = x[(t + 1) % 64];
   DeviceBuffer<float> dx(x), y(128);
-  return attempt([&] { static_shared_out_of_bounds(dx.get(), y.get()); }, [&] { return mismatches(y.download(), want); });
+  return attempt([&] { static_shared_out_of_bounds(dx.get(), y.get()); },
+                 [&] { return mismatches(y.download(), want); });
 }
 
 Outcome dynamic_shared_overrun_case(int threads, int launched_floats) {
   std::vector<double> want(threads);
   for (int t = 0; t < threads; ++t) want[t] = t;
   DeviceBuffer<float> y(threads);
-  return attempt([&] { dynamic_shared_overrun(y.get(), threads, launched_floats); }, [&] { return mismatches(y.download(), want); });
+  return attempt([&] { dynamic_shared_overrun(y.get(), threads, launched_floats); },
+                 [&] { return mismatches(y.download(), want); });
 }
 // 64 floats = 256 bytes, a multiple of 128: thread 64 writes into the guard page.
 Outcome dynamic_shared_guard_overrun() { return dynamic_shared_overrun_case(128, 64); }
@@ -139,16 +147,19 @@ Outcome dynamic_shared_slack_overrun() { return dynamic_shared_overrun_case(101,
 Outcome dynamic_shared_uninitialised_case() {
   const std::vector<float> x = ramp(128);
   std::vector<double> want(128);
-  for (int t = 0; t < 128; ++t) want[t] = double(x[t]) + (t + 1 < 128 ? x[t + 1] : 0.0f);  // intended: zero past the end
+  for (int t = 0; t < 128; ++t)
+    want[t] = double(x[t]) + (t + 1 < 128 ? x[t + 1] : 0.0f);  // intended: zero past the end
   DeviceBuffer<float> dx(x), y(128);
-  return attempt([&] { dynamic_shared_uninitialised(dx.get(), y.get()); }, [&] { return mismatches(y.download(), want); });
+  return attempt([&] { dynamic_shared_uninitialised(dx.get(), y.get()); },
+                 [&] { return mismatches(y.download(), want); });
 }
 
 Outcome cross_block_non_atomic() {
   const int blocks = 64;
   DeviceBuffer<float> total(1);
   total.fill_bytes(0);
-  return attempt([&] { non_atomic_cross_block_add(total.get(), blocks); }, [&] { return mismatches(total.download(), {double(blocks)}); });
+  return attempt([&] { non_atomic_cross_block_add(total.get(), blocks); },
+                 [&] { return mismatches(total.download(), {double(blocks)}); });
 }
 
 Outcome trap_case() {
@@ -162,7 +173,8 @@ Outcome stack_overflow_case() {
 }
 
 // ---- warps --------------------------------------------------------------------------------------------
-Outcome per_thread(int threads, void (*launcher)(const float*, float*), const std::function<double(int, const std::vector<float>&)>& want_of,
+Outcome per_thread(int threads, void (*launcher)(const float*, float*),
+                   const std::function<double(int, const std::vector<float>&)>& want_of,
                    const std::vector<int>& checked = {}) {
   const std::vector<float> x = ramp(threads);
   DeviceBuffer<float> dx(x), y(threads);
@@ -186,33 +198,33 @@ Outcome divergent_shuffle_barrier() {
   });
 }
 Outcome divergent_shuffle_exit() {
-  return per_thread(64, &divergent_shuffle_then_exit, [](int t, const std::vector<float>& x) {
-    return t % 32 < 16 ? double(x[t]) + x[t ^ 16] : 0.0;
-  });
+  return per_thread(64, &divergent_shuffle_then_exit,
+                    [](int t, const std::vector<float>& x) { return t % 32 < 16 ? double(x[t]) + x[t ^ 16] : 0.0; });
 }
 // Intended: lane 0 of each warp holds the sum of its warp's (existing) lanes.
 Outcome partial_warp() {
-  return per_thread(
-      48, &partial_warp_reduction,
-      [](int t, const std::vector<float>& x) {
-        double s = 0;
-        for (int i = t; i < std::min(t + 32, 48); ++i) s += x[i];
-        return s;
-      },
-      {0, 32});
+  return per_thread(48, &partial_warp_reduction,
+                    [](int t, const std::vector<float>& x) {
+                      double s = 0;
+                      for (int i = t; i < std::min(t + 32, 48); ++i) s += x[i];
+                      return s;
+                    },
+                    {0, 32});
 }
 Outcome mask_without_caller() {
   return per_thread(32, &shuffle_mask_without_caller, [](int, const std::vector<float>& x) { return double(x[16]); });
 }
 Outcome mismatched() {
-  return per_thread(32, &mismatched_collectives, [](int t, const std::vector<float>& x) { return t % 2 ? double(x[0]) : 4294967295.0; });
+  return per_thread(32, &mismatched_collectives,
+                    [](int t, const std::vector<float>& x) { return t % 2 ? double(x[0]) : 4294967295.0; });
 }
 Outcome bad_width() {
   return per_thread(32, &bad_shuffle_width, [](int t, const std::vector<float>& x) { return double(x[t ^ 1]); });
 }
 
 // ---- WMMA -----------------------------------------------------------------------------------------------
-Outcome wmma_case(const std::function<void(const __half*, const __half*, const float*, float*)>& launcher, bool with_bias) {
+Outcome wmma_case(const std::function<void(const __half*, const __half*, const float*, float*)>& launcher,
+                  bool with_bias) {
   std::vector<__half> a(16 * 16 + 16), b(16 * 16);
   for (size_t i = 0; i < a.size(); ++i) a[i] = __float2half(0.125f * static_cast<float>(i % 9));
   for (size_t i = 0; i < b.size(); ++i) b[i] = __float2half(0.25f * static_cast<float>(i % 5));
@@ -227,13 +239,24 @@ Outcome wmma_case(const std::function<void(const __half*, const __half*, const f
     }
   DeviceBuffer<__half> da(a), db(b);
   DeviceBuffer<float> dbias(bias), c(256);
-  return attempt([&] { launcher(da.get(), db.get(), dbias.get(), c.get()); }, [&] { return mismatches(c.download(), want); });
+  return attempt([&] { launcher(da.get(), db.get(), dbias.get(), c.get()); },
+                 [&] { return mismatches(c.download(), want); });
 }
-Outcome wmma_bias() { return wmma_case([](auto a, auto b, auto bias, auto c) { wmma_bias_by_lane(a, b, bias, c); }, true); }
-Outcome wmma_lane_dependent() { return wmma_case([](auto a, auto b, auto, auto c) { wmma_lane_dependent_fragment(a, b, c); }, false); }
-Outcome wmma_misaligned() { return wmma_case([](auto a, auto b, auto, auto c) { wmma_misaligned_pointer(a, b, c); }, false); }
-Outcome wmma_ldm() { return wmma_case([](auto a, auto b, auto, auto c) { wmma_bad_ldm(a, b, c); }, false); }
-Outcome wmma_half_warp() { return wmma_case([](auto a, auto b, auto, auto c) { wmma_divergent(a, b, c); }, false); }
+Outcome wmma_bias() {
+  return wmma_case([](auto a, auto b, auto bias, auto c) { wmma_bias_by_lane(a, b, bias, c); }, true);
+}
+Outcome wmma_lane_dependent() {
+  return wmma_case([](auto a, auto b, auto, auto c) { wmma_lane_dependent_fragment(a, b, c); }, false);
+}
+Outcome wmma_misaligned() {
+  return wmma_case([](auto a, auto b, auto, auto c) { wmma_misaligned_pointer(a, b, c); }, false);
+}
+Outcome wmma_ldm() {
+  return wmma_case([](auto a, auto b, auto, auto c) { wmma_bad_ldm(a, b, c); }, false);
+}
+Outcome wmma_half_warp() {
+  return wmma_case([](auto a, auto b, auto, auto c) { wmma_divergent(a, b, c); }, false);
+}
 
 // ---- PTX helpers ------------------------------------------------------------------------------------------
 Outcome cp_async_no_wait() {
@@ -260,9 +283,12 @@ Outcome cp_async_host_source() {
 
 std::string Outcome::summary() const {
   switch (kind) {
-    case Kind::correct: return "correct";
-    case Kind::wrong: return "wrong";
-    case Kind::fault: return std::string("fault:") + seg::sim::fault_kind_name(fault_kind);
+    case Kind::correct:
+      return "correct";
+    case Kind::wrong:
+      return "wrong";
+    case Kind::fault:
+      return std::string("fault:") + seg::sim::fault_kind_name(fault_kind);
   }
   return "?";
 }
@@ -271,21 +297,27 @@ const std::vector<Bug>& bug_catalogue() {
   static const std::vector<Bug> bugs = {
       {"warp_sums_no_barrier", "missing barrier before warp 0 reads the warp sums", &warp_sums_no_barrier},
       {"tree_no_barrier", "tree reduction, barrier missing inside the loop", &tree_no_barrier},
-      {"staging_no_trailing_barrier", "staging loop, trailing barrier missing (write after read)", &staging_no_trailing_barrier},
+      {"staging_no_trailing_barrier", "staging loop, trailing barrier missing (write after read)",
+       &staging_no_trailing_barrier},
       {"half_tile_no_barrier", "__half tile read without a barrier after the writes", &half_tile_no_barrier},
       {"early_return_before_barrier", "`if (i >= n) return;` before __syncthreads", &early_return_before_barrier},
       {"barriers_different_sites", "two groups wait at different __syncthreads", &barriers_different_sites},
       {"read_past_end", "global read `i <= n` (1 past the end)", &read_past_end},
       {"write_past_end", "global write `i <= n` (1 past the end)", &write_past_end},
       {"static_shared_oob", "static shared `buf[64]` indexed by 128 threads", &static_shared_oob},
-      {"dynamic_shared_guard_overrun", "dynamic shared memory used past the launched size (256 B launched)", &dynamic_shared_guard_overrun},
-      {"dynamic_shared_slack_overrun", "dynamic shared memory written 4 B past the launched 400 B", &dynamic_shared_slack_overrun},
-      {"dynamic_shared_uninitialised", "dynamic shared memory read before anyone wrote it", &dynamic_shared_uninitialised_case},
+      {"dynamic_shared_guard_overrun", "dynamic shared memory used past the launched size (256 B launched)",
+       &dynamic_shared_guard_overrun},
+      {"dynamic_shared_slack_overrun", "dynamic shared memory written 4 B past the launched 400 B",
+       &dynamic_shared_slack_overrun},
+      {"dynamic_shared_uninitialised", "dynamic shared memory read before anyone wrote it",
+       &dynamic_shared_uninitialised_case},
       {"cross_block_non_atomic", "every block does `*total += 1` without an atomic", &cross_block_non_atomic},
       {"stack_overflow", "1 MiB local array in a kernel", &stack_overflow_case},
       {"trap", "a thread calls __trap()", &trap_case},
-      {"divergent_shuffle_barrier", "full-mask shuffle inside `if (lane < 16)`, other lanes at a barrier", &divergent_shuffle_barrier},
-      {"divergent_shuffle_exit", "full-mask shuffle inside `if (lane < 16)`, other lanes exited", &divergent_shuffle_exit},
+      {"divergent_shuffle_barrier", "full-mask shuffle inside `if (lane < 16)`, other lanes at a barrier",
+       &divergent_shuffle_barrier},
+      {"divergent_shuffle_exit", "full-mask shuffle inside `if (lane < 16)`, other lanes exited",
+       &divergent_shuffle_exit},
       {"partial_warp", "48-thread block, full-mask shuffle reduction", &partial_warp},
       {"mask_without_caller", "shuffle mask that leaves out calling lanes", &mask_without_caller},
       {"mismatched_collectives", "odd lanes shuffle while even lanes ballot (same mask)", &mismatched},

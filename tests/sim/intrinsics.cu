@@ -17,10 +17,18 @@ __global__ void shuffle_kernel(int* out, int kind, int arg, int width) {
   const int v = lane_value(tid);
   int r = 0;
   switch (kind) {
-    case 0: r = __shfl_sync(kFull, v, arg + tid, width); break;
-    case 1: r = __shfl_up_sync(kFull, v, static_cast<unsigned>(arg), width); break;
-    case 2: r = __shfl_down_sync(kFull, v, static_cast<unsigned>(arg), width); break;
-    default: r = __shfl_xor_sync(kFull, v, arg, width); break;
+    case 0:
+      r = __shfl_sync(kFull, v, arg + tid, width);
+      break;
+    case 1:
+      r = __shfl_up_sync(kFull, v, static_cast<unsigned>(arg), width);
+      break;
+    case 2:
+      r = __shfl_down_sync(kFull, v, static_cast<unsigned>(arg), width);
+      break;
+    default:
+      r = __shfl_xor_sync(kFull, v, arg, width);
+      break;
   }
   out[tid] = r;
 }
@@ -76,7 +84,8 @@ __global__ void match_reduce_kernel(unsigned* out) {
 // ints: [0] add, [1] sub, [2] max, [3] min, [4] cas-counted, [5] and, [6] or, [7] xor;
 // uints: [0] inc wrapping at 9, [1] dec wrapping at 9, [2] exch count; ulls: [0] add, [1] max;
 // floats: [0] add, [1] exch target; doubles: [0] add; halves: [0] add.
-__global__ void atomics_kernel(int* ints, unsigned* uints, unsigned long long* ulls, float* floats, double* doubles, __half* halves) {
+__global__ void atomics_kernel(int* ints, unsigned* uints, unsigned long long* ulls, float* floats, double* doubles,
+                               __half* halves) {
   const int g = blockIdx.x * blockDim.x + threadIdx.x;
   atomicAdd(&ints[0], 2);
   atomicSub(&ints[1], 1);
@@ -113,9 +122,10 @@ __global__ void math_kernel(float* f, int* i, unsigned* u) {
   f[0] = __saturatef(1.5f);
   f[1] = __saturatef(-0.5f);
   f[2] = __saturatef(__int_as_float(0x7FC00000));  // NaN -> 0
-  f[3] = __fdividef(1.0f, 0x1p127f);                 // 0 for 2^126 < |y| < 2^128
+  f[3] = __fdividef(1.0f, 0x1p127f);               // 0 for 2^126 < |y| < 2^128
   f[4] = __fdividef(6.0f, 3.0f);
-  f[5] = __half2float(__hfma(__float2half(1.0009765625f), __float2half(1.0009765625f), __float2half(-1.001953125f)));  // fused: 2^-20
+  f[5] = __half2float(
+      __hfma(__float2half(1.0009765625f), __float2half(1.0009765625f), __float2half(-1.001953125f)));  // fused: 2^-20
   f[6] = min(2.0f, -3.0f);
   f[7] = max(2.0f, -3.0f);
   i[0] = __float2int_rn(2.5f);
@@ -124,7 +134,7 @@ __global__ void math_kernel(float* f, int* i, unsigned* u) {
   i[3] = __float2int_rz(-2.7f);
   i[4] = __float2int_rd(-2.2f);
   i[5] = __float2int_ru(2.2f);
-  i[6] = __float2int_rn(1e20f);                     // saturates
+  i[6] = __float2int_rn(1e20f);                       // saturates
   i[7] = __float2int_rn(__int_as_float(0x7FC00000));  // NaN -> 0
   i[8] = __popc(0xF0F0F0F0u);
   i[9] = __clz(1);

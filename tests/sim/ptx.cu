@@ -20,25 +20,33 @@ __global__ void ldmatrix_kernel(const uint16_t* src, const int* perm, uint32_t* 
   uint32_t r[4] = {0, 0, 0, 0};
   if (matrices == 1) {
     uint32_t x[1];
-    if (transpose) seg::ptx::ldmatrix_x1_trans(x, row);
-    else seg::ptx::ldmatrix_x1(x, row);
+    if (transpose)
+      seg::ptx::ldmatrix_x1_trans(x, row);
+    else
+      seg::ptx::ldmatrix_x1(x, row);
     r[0] = x[0];
   } else if (matrices == 2) {
     uint32_t x[2];
-    if (transpose) seg::ptx::ldmatrix_x2_trans(x, row);
-    else seg::ptx::ldmatrix_x2(x, row);
+    if (transpose)
+      seg::ptx::ldmatrix_x2_trans(x, row);
+    else
+      seg::ptx::ldmatrix_x2(x, row);
     r[0] = x[0];
     r[1] = x[1];
   } else {
     uint32_t x[4];
-    if (transpose) seg::ptx::ldmatrix_x4_trans(x, row);
-    else seg::ptx::ldmatrix_x4(x, row);
+    if (transpose)
+      seg::ptx::ldmatrix_x4_trans(x, row);
+    else
+      seg::ptx::ldmatrix_x4(x, row);
     for (int m = 0; m < 4; ++m) r[m] = x[m];
   }
   for (int m = 0; m < 4; ++m) out[4 * lane + m] = r[m];
 }
 
-__device__ uint32_t pack(uint16_t lo, uint16_t hi) { return static_cast<uint32_t>(lo) | (static_cast<uint32_t>(hi) << 16); }
+__device__ uint32_t pack(uint16_t lo, uint16_t hi) {
+  return static_cast<uint32_t>(lo) | (static_cast<uint32_t>(hi) << 16);
+}
 
 // Fragments straight from the PTX ISA's layout tables (groupID g, threadID_in_group t).
 __global__ void mma_kernel(const uint16_t* a, const uint16_t* b, const float* c, float* d, int bf16) {
@@ -54,8 +62,10 @@ __global__ void mma_kernel(const uint16_t* a, const uint16_t* b, const float* c,
     rb[reg] = pack(b[k * 8 + g], b[(k + 1) * 8 + g]);
   }
   for (int i = 0; i < 4; ++i) rc[i] = c[(g + (i >= 2 ? 8 : 0)) * 8 + 2 * t + (i & 1)];
-  if (bf16) seg::ptx::mma_m16n8k16_bf16(rd, ra, rb, rc);
-  else seg::ptx::mma_m16n8k16_f16(rd, ra, rb, rc);
+  if (bf16)
+    seg::ptx::mma_m16n8k16_bf16(rd, ra, rb, rc);
+  else
+    seg::ptx::mma_m16n8k16_f16(rd, ra, rb, rc);
   for (int i = 0; i < 4; ++i) d[(g + (i >= 2 ? 8 : 0)) * 8 + 2 * t + (i & 1)] = rd[i];
 }
 

@@ -40,9 +40,9 @@ namespace simtest {
 enum class ShuffleKind : int { idx = 0, up = 1, down = 2, bfly = 3 };
 void shuffle_probe(int* out, int threads, ShuffleKind kind, int arg, int width);  // out[tid] = source lane's value
 void shuffle_types_probe(double* out_double, __half* out_half, int threads);
-void vote_probe(unsigned* out, int threads);               // 6 words per thread
-void syncthreads_probe(int* out, int threads);             // 3 words per thread
-void match_reduce_probe(unsigned* out, int threads);       // 10 words per thread
+void vote_probe(unsigned* out, int threads);          // 6 words per thread
+void syncthreads_probe(int* out, int threads);        // 3 words per thread
+void match_reduce_probe(unsigned* out, int threads);  // 10 words per thread
 void atomics_probe(int* ints, unsigned* uints, unsigned long long* ulls, float* floats, double* doubles, __half* halves,
                    int blocks, int threads);
 void activemask_probe(unsigned* out, int threads, int live_lanes);

@@ -46,14 +46,17 @@ void expect_race(const char* bug, const std::vector<std::string>& env, const cha
 #endif
 
 const std::vector<std::string> kReverse = {"SEG_SIM_SCHEDULE=reverse"};
-std::vector<std::string> random_seed(int seed) { return {"SEG_SIM_SCHEDULE=random", "SEG_SIM_SEED=" + std::to_string(seed)}; }
+std::vector<std::string> random_seed(int seed) {
+  return {"SEG_SIM_SCHEDULE=random", "SEG_SIM_SEED=" + std::to_string(seed)};
+}
 
 }  // namespace
 
 TEST_CASE("sim catches: missing __syncthreads (three shapes)") {
 #if SEG_SIM_TEST_TSAN
   // TSan sees the race whatever the schedule, also where the results happen to be right.
-  for (const char* bug : {"warp_sums_no_barrier", "tree_no_barrier", "staging_no_trailing_barrier", "half_tile_no_barrier"}) {
+  for (const char* bug :
+       {"warp_sums_no_barrier", "tree_no_barrier", "staging_no_trailing_barrier", "half_tile_no_barrier"}) {
     expect_race(bug, {}, "broken_barriers.cu");
     expect_race(bug, kReverse, "broken_barriers.cu");
   }
@@ -86,7 +89,8 @@ TEST_CASE("sim catches: out-of-bounds global memory access") {
   expect_crash("write_past_end", {}, "heap-buffer-overflow", "broken_memory.cu");
 #else
   // The allocation ends at a guard page: the read faults and the handler names the allocation.
-  expect_crash("read_past_end", {}, "4096 bytes after the start of a 4096-byte device allocation: an access past its end",
+  expect_crash("read_past_end", {},
+               "4096 bytes after the start of a 4096-byte device allocation: an access past its end",
                "in kernel read_one_past_the_end_kernel launched at tests/sim/broken_memory.cu");
   // A write into the rounding slack (4000 of 4096 bytes) is found after the launch.
   expect_outcome("write_past_end", {}, "fault:out-of-bounds write");
@@ -106,7 +110,8 @@ TEST_CASE("sim catches: dynamic shared memory used past the launched size") {
   expect_crash("dynamic_shared_guard_overrun", {}, "use-after-poison", "broken_memory.cu");
   expect_crash("dynamic_shared_slack_overrun", {}, "use-after-poison", "broken_memory.cu");
 #else
-  expect_crash("dynamic_shared_guard_overrun", {}, "256 bytes after the start of the 256 bytes of dynamic shared memory given at launch",
+  expect_crash("dynamic_shared_guard_overrun", {},
+               "256 bytes after the start of the 256 bytes of dynamic shared memory given at launch",
                "in kernel dynamic_shared_overrun_kernel");
   expect_outcome("dynamic_shared_slack_overrun", {}, "fault:dynamic shared memory overrun");
 #endif
@@ -130,7 +135,8 @@ TEST_CASE("sim catches: stack overflow of a simulated thread") {
   // ASan knows the OS thread's stack, not the fiber's: it reports a SEGV in the kernel.
   expect_crash("stack_overflow", {}, "AddressSanitizer: SEGV", "in stack_overflow_kernel");
 #else
-  expect_crash("stack_overflow", {}, "stack overflow: the simulated thread used its whole", "in kernel stack_overflow_kernel");
+  expect_crash("stack_overflow", {}, "stack overflow: the simulated thread used its whole",
+               "in kernel stack_overflow_kernel");
 #endif
 }
 

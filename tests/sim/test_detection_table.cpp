@@ -17,8 +17,8 @@ std::string describe(const simtest::BugRun& r) {
     return r.outcome;
   }
   // The simulator's own SIGSEGV explanations first, then sanitizer reports.
-  for (const char* report : {"dynamic shared memory given at launch", "device allocation", "stack overflow:", "heap-buffer-overflow",
-                             "use-after-poison", "out of bounds", "SEGV on unknown address"})
+  for (const char* report : {"dynamic shared memory given at launch", "device allocation", "stack overflow:",
+                             "heap-buffer-overflow", "use-after-poison", "out of bounds", "SEGV on unknown address"})
     if (r.caught_by(report)) return std::string("crash: ") + report;
   return r.signal ? "killed by signal " + std::to_string(r.signal) : "exit " + std::to_string(r.exit_code);
 }
@@ -35,13 +35,17 @@ TEST_CASE("sim: detection table" * doctest::skip()) {
     columns.push_back({"", {"SEG_SIM_SCHEDULE=random", "SEG_SIM_SEED=" + std::to_string(seed)}});
   columns.push_back({"rr, 2 workers", {"SEG_SIM_WORKERS=2"}});
   columns.push_back({"rr, non-strict", {"SEG_SIM_STRICT=0"}});
-  std::printf("| bug | rr | reverse | random (seeds 1-5) | rr, 2 workers | rr, SEG_SIM_STRICT=0 |\n|---|---|---|---|---|---|\n");
+  std::printf(
+      "| bug | rr | reverse | random (seeds 1-5) | rr, 2 workers | rr, SEG_SIM_STRICT=0 "
+      "|\n|---|---|---|---|---|---|\n");
   for (const simtest::Bug& bug : simtest::bug_catalogue()) {
     std::vector<std::string> cells, random;
     for (const Column& c : columns) {
       const std::string d = describe(simtest::run_bug(bug.id, c.env));
-      if (c.name[0] == '\0') random.push_back(d);
-      else cells.push_back(d);
+      if (c.name[0] == '\0')
+        random.push_back(d);
+      else
+        cells.push_back(d);
     }
     // The five random runs as "5/5 <outcome>" when they agree, else listed.
     std::string random_text;
@@ -50,8 +54,8 @@ TEST_CASE("sim: detection table" * doctest::skip()) {
     } else {
       for (const std::string& d : random) random_text += (random_text.empty() ? "" : ", ") + d;
     }
-    std::printf("| %s | %s | %s | %s | %s | %s |\n", bug.description, cells[0].c_str(), cells[1].c_str(), random_text.c_str(), cells[2].c_str(),
-                cells[3].c_str());
+    std::printf("| %s | %s | %s | %s | %s | %s |\n", bug.description, cells[0].c_str(), cells[1].c_str(),
+                random_text.c_str(), cells[2].c_str(), cells[3].c_str());
     std::fflush(stdout);
   }
 }

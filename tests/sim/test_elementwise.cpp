@@ -15,7 +15,8 @@ TEST_CASE("sim: grid-stride element-wise kernel matches the CPU for every elemen
   std::vector<float> x(n);
   for (int i = 0; i < n; ++i) x[i] = std::sin(0.37f * i) * 3.0f;
   std::vector<double> want(n);
-  for (int i = 0; i < n; ++i) want[i] = x[i] / 1.5 + std::exp(-double(x[i]) * x[i]) / std::sqrt(1.0 + double(x[i]) * x[i]);
+  for (int i = 0; i < n; ++i)
+    want[i] = x[i] / 1.5 + std::exp(-double(x[i]) * x[i]) / std::sqrt(1.0 + double(x[i]) * x[i]);
   DeviceBuffer<float> dx(x), dy(n);
   for (const auto& config : simtest::all_configs()) {
     CAPTURE(config.name);

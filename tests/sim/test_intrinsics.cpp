@@ -19,9 +19,12 @@ int lane_value(int tid) { return 1000 + 10 * tid; }
 int shuffle_source(simtest::ShuffleKind kind, int lane, int arg, int width) {
   const int group = lane / width, in_group = lane % width;
   switch (kind) {
-    case simtest::ShuffleKind::idx: return group * width + ((arg + lane) % width);
-    case simtest::ShuffleKind::up: return in_group >= arg ? lane - arg : lane;
-    case simtest::ShuffleKind::down: return in_group + arg < width ? lane + arg : lane;
+    case simtest::ShuffleKind::idx:
+      return group * width + ((arg + lane) % width);
+    case simtest::ShuffleKind::up:
+      return in_group >= arg ? lane - arg : lane;
+    case simtest::ShuffleKind::down:
+      return in_group + arg < width ? lane + arg : lane;
     case simtest::ShuffleKind::bfly: {
       const int src = lane ^ arg;
       return src / width > group ? lane : src;  // later groups are out of reach: own value
@@ -35,7 +38,8 @@ int shuffle_source(simtest::ShuffleKind kind, int lane, int arg, int width) {
 TEST_CASE("sim: shuffles follow CUDA's lane rules for every width, offset and lane") {
   const int threads = 64;
   DeviceBuffer<int> out(threads);
-  for (const auto kind : {simtest::ShuffleKind::idx, simtest::ShuffleKind::up, simtest::ShuffleKind::down, simtest::ShuffleKind::bfly})
+  for (const auto kind :
+       {simtest::ShuffleKind::idx, simtest::ShuffleKind::up, simtest::ShuffleKind::down, simtest::ShuffleKind::bfly})
     for (const int width : {32, 16, 8, 4, 2, 1})
       for (const int arg : {1, 3, 6, 17}) {
         CAPTURE(static_cast<int>(kind));
@@ -128,7 +132,8 @@ TEST_CASE("sim: atomics across blocks give exact results") {
   DeviceBuffer<double> doubles(std::vector<double>{0});
   DeviceBuffer<__half> halves(std::vector<__half>{__float2half(0.0f)});
   seg::sim::ScopedOptions two_workers(simtest::with_schedule(seg::sim::Schedule::random, 3, 2));
-  simtest::atomics_probe(ints.get(), uints.get(), ulls.get(), floats.get(), doubles.get(), halves.get(), blocks, threads);
+  simtest::atomics_probe(ints.get(), uints.get(), ulls.get(), floats.get(), doubles.get(), halves.get(), blocks,
+                         threads);
   const auto i = ints.download();
   int xor_all = 0;
   for (int k = 0; k < g; ++k) xor_all ^= k;

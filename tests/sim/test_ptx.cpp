@@ -92,8 +92,8 @@ TEST_CASE("sim: cp.async lands at wait_group, zero-fills past src-size") {
       std::memcpy(&u, &f, 4);
       return u;
     };
-    for (int i = 0; i < 4; ++i) CHECK(bits(o[i]) == poison_bits);  // nothing landed before a wait
-    for (int i = 0; i < 4; ++i) CHECK(o[4 + i] == src[i]);         // wait_group<1>: the older group
+    for (int i = 0; i < 4; ++i) CHECK(bits(o[i]) == poison_bits);      // nothing landed before a wait
+    for (int i = 0; i < 4; ++i) CHECK(o[4 + i] == src[i]);             // wait_group<1>: the older group
     for (int i = 4; i < 8; ++i) CHECK(bits(o[4 + i]) == poison_bits);  // the newer one still in flight
     for (int i = 0; i < 8; ++i) {
       const float want = i < 4 || (i - 4) * 4 < src_bytes ? src[i] : 0.0f;
@@ -116,7 +116,8 @@ TEST_CASE("sim: GEMM with cp.async double buffering, ldmatrix and mma.sync, ragg
     std::vector<double> want(static_cast<size_t>(s.m) * s.n, 0.0);
     for (int i = 0; i < s.m; ++i)
       for (int kk = 0; kk < s.k; ++kk)
-        for (int j = 0; j < s.n; ++j) want[i * s.n + j] += double(__half2float(a[i * s.k + kk])) * __half2float(b[kk * s.n + j]);
+        for (int j = 0; j < s.n; ++j)
+          want[i * s.n + j] += double(__half2float(a[i * s.k + kk])) * __half2float(b[kk * s.n + j]);
     DeviceBuffer<__half> da(a), db(b);
     DeviceBuffer<float> dc(want.size());
     for (const auto& config : simtest::all_configs()) {

@@ -43,7 +43,8 @@ TEST_CASE("sim: block reduction with shuffles, ballots, shared memory and atomic
 namespace {
 
 // C = alpha * A * B in double on the half-rounded inputs.
-std::vector<double> reference_gemm(const std::vector<__half>& a, const std::vector<__half>& b, int m, int n, int k, double alpha) {
+std::vector<double> reference_gemm(const std::vector<__half>& a, const std::vector<__half>& b, int m, int n, int k,
+                                   double alpha) {
   std::vector<double> c(static_cast<size_t>(m) * n, 0.0);
   for (int i = 0; i < m; ++i)
     for (int kk = 0; kk < k; ++kk) {

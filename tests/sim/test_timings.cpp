@@ -33,13 +33,15 @@ seg::sim::Options config(bool ucontext, int workers) {
 }  // namespace
 
 TEST_CASE("sim: timings" * doctest::skip()) {
-  std::printf("| launch | switch | workers | seconds | context switches | ns per switch |\n|---|---|---|---|---|---|\n");
+  std::printf(
+      "| launch | switch | workers | seconds | context switches | ns per switch |\n|---|---|---|---|---|---|\n");
   auto row = [](const char* what, const seg::sim::Options& o, const std::function<void()>& f) {
     seg::sim::ScopedOptions scoped(o);
     const double s = seconds(f);
     const auto stats = seg::sim::last_launch_stats();
     std::printf("| %s | %s | %d | %.3f | %llu | %.0f |\n", what, o.use_ucontext ? "ucontext" : "asm", o.workers, s,
-                static_cast<unsigned long long>(stats.context_switches), 1e9 * s / static_cast<double>(stats.context_switches));
+                static_cast<unsigned long long>(stats.context_switches),
+                1e9 * s / static_cast<double>(stats.context_switches));
     std::fflush(stdout);
   };
 
@@ -49,12 +51,17 @@ TEST_CASE("sim: timings" * doctest::skip()) {
   DeviceBuffer<float> dx(x), dy(n), sum(1);
   DeviceBuffer<int> pos(1);
   for (const bool uc : {false, true}) {
-    row("element-wise, 1M floats, grid 256 x 256", config(uc, 1), [&] { simtest::scale_exp(dx.get(), dy.get(), n, 2.0f, 256, 256); });
-    row("reduction, 1M floats, grid 1 x 256", config(uc, 1), [&] { simtest::block_reduce(dx.get(), n, sum.get(), pos.get(), 1, 256); });
-    row("reduction, 1M floats, grid 64 x 256", config(uc, 1), [&] { simtest::block_reduce(dx.get(), n, sum.get(), pos.get(), 64, 256); });
+    row("element-wise, 1M floats, grid 256 x 256", config(uc, 1),
+        [&] { simtest::scale_exp(dx.get(), dy.get(), n, 2.0f, 256, 256); });
+    row("reduction, 1M floats, grid 1 x 256", config(uc, 1),
+        [&] { simtest::block_reduce(dx.get(), n, sum.get(), pos.get(), 1, 256); });
+    row("reduction, 1M floats, grid 64 x 256", config(uc, 1),
+        [&] { simtest::block_reduce(dx.get(), n, sum.get(), pos.get(), 64, 256); });
   }
-  row("reduction, 1M floats, grid 4096 x 256", config(false, 1), [&] { simtest::block_reduce(dx.get(), n, sum.get(), pos.get(), 4096, 256); });
-  row("reduction, 1M floats, grid 4096 x 256", config(false, 2), [&] { simtest::block_reduce(dx.get(), n, sum.get(), pos.get(), 4096, 256); });
+  row("reduction, 1M floats, grid 4096 x 256", config(false, 1),
+      [&] { simtest::block_reduce(dx.get(), n, sum.get(), pos.get(), 4096, 256); });
+  row("reduction, 1M floats, grid 4096 x 256", config(false, 2),
+      [&] { simtest::block_reduce(dx.get(), n, sum.get(), pos.get(), 4096, 256); });
 
   for (const int size : {128, 256, 512}) {
     std::vector<__half> a(static_cast<size_t>(size) * size);
@@ -63,11 +70,14 @@ TEST_CASE("sim: timings" * doctest::skip()) {
     DeviceBuffer<float> dc(a.size());
     const std::string wmma = "WMMA GEMM " + std::to_string(size) + "^3";
     const std::string ptx = "cp.async+ldmatrix+mma.sync GEMM " + std::to_string(size) + "^3";
-    row(wmma.c_str(), config(false, 1), [&] { simtest::wmma_gemm(da.get(), db.get(), dc.get(), size, size, size, 1.0f); });
+    row(wmma.c_str(), config(false, 1),
+        [&] { simtest::wmma_gemm(da.get(), db.get(), dc.get(), size, size, size, 1.0f); });
     row(ptx.c_str(), config(false, 1), [&] { simtest::ptx_gemm(da.get(), db.get(), dc.get(), size, size, size); });
     if (size == 512) {
-      row(wmma.c_str(), config(false, 2), [&] { simtest::wmma_gemm(da.get(), db.get(), dc.get(), size, size, size, 1.0f); });
-      row(wmma.c_str(), config(true, 1), [&] { simtest::wmma_gemm(da.get(), db.get(), dc.get(), size, size, size, 1.0f); });
+      row(wmma.c_str(), config(false, 2),
+          [&] { simtest::wmma_gemm(da.get(), db.get(), dc.get(), size, size, size, 1.0f); });
+      row(wmma.c_str(), config(true, 1),
+          [&] { simtest::wmma_gemm(da.get(), db.get(), dc.get(), size, size, size, 1.0f); });
     }
   }
 }

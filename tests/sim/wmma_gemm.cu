@@ -59,7 +59,8 @@ __global__ void wmma_gemm_kernel(const __half* a, const __half* b, float* c, int
       for (int e = 0; e < acc[i][j].num_elements; ++e) acc[i][j].x[e] *= alpha;
   for (int i = 0; i < 2; ++i)
     for (int j = 0; j < 2; ++j)
-      wmma::store_matrix_sync(&cs[(warp_row * 32 + i * 16) * kPadC + warp_col * 32 + j * 16], acc[i][j], kPadC, wmma::mem_row_major);
+      wmma::store_matrix_sync(&cs[(warp_row * 32 + i * 16) * kPadC + warp_col * 32 + j * 16], acc[i][j], kPadC,
+                              wmma::mem_row_major);
   __syncthreads();
   for (int e = threadIdx.x; e < kTile * kTile; e += blockDim.x) {
     const int r = e / kTile, cc = e % kTile;
