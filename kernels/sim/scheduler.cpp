@@ -10,9 +10,6 @@
 // Threads released together (by a barrier or a collective) are queued in index order (reverse
 // order for the reverse schedule), the releasing thread included, so every phase between two
 // barriers starts from the lowest (highest) thread.
-#include <sys/mman.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -146,6 +143,12 @@ std::string lane_list(uint32_t lanes) {
   return s.empty() ? "none" : s;
 }
 
+std::string hex_mask(uint32_t mask) {
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "0x%08x", mask);
+  return buf;
+}
+
 // snprintf rather than string concatenation: GCC 12 warns falsely (-Wrestrict) on the latter here.
 std::string dim_text(unsigned x, unsigned y, unsigned z) {
   char buf[48];
@@ -216,9 +219,7 @@ static std::string deadlock_report(const Worker& w) {
     if (t.wait == WaitKind::warp && t.op) {
       const WarpOp& op = *t.op;
       const WarpState& ws = b.warps[t.warp];
-      char mask[16];
-      std::snprintf(mask, sizeof mask, "0x%08x", op.mask);
-      out << t.wait_name << " (mask " << mask << ") at " << describe_where(t.where);
+      out << t.wait_name << " (mask " << hex_mask(op.mask) << ") at " << describe_where(t.where);
       const uint32_t missing = op.mask & ~op.arrived & ws.exists & ~ws.exited;
       if (missing) out << "; lanes " << lane_list(missing) << " of warp " << t.warp << " never arrived";
     } else {

@@ -20,12 +20,6 @@ namespace seg::sim::detail {
 
 namespace {
 
-std::string hex_mask(uint32_t m) {
-  char buf[16];
-  std::snprintf(buf, sizeof buf, "0x%08x", m);
-  return buf;
-}
-
 WarpOp& free_slot(WarpState& ws) {
   for (WarpOp& op : ws.ops)
     if (op.phase == WarpOp::Phase::free) return op;
@@ -57,11 +51,14 @@ void try_complete(Worker& w, unsigned warp, WarpOp& op) {
   if ((op.arrived & expected) != expected) return;
   if (op.full_warp && op.arrived != 0xFFFFFFFFu) {
     SimThread& me = *w.current;
+    const uint32_t missing = ~op.arrived, absent = missing & ~ws.exists, exited = missing & ws.exists;
+    std::string why;
+    if (exited) why += "lanes " + lane_list(exited) + " have exited";
+    if (absent) why += std::string(exited ? " and " : "") + "lanes " + lane_list(absent) + " do not exist (partial warp)";
     raise_fault(w, FaultKind::divergent_collective,
                 std::string("seg::sim: divergent warp collective: ") + op.name + " at " + describe_where(op.where) +
-                    " must be executed by all 32 lanes of the warp, but lanes " + lane_list(~op.arrived) + " of warp " +
-                    std::to_string(warp) + ((~ws.exists) ? " do not exist (partial warp)" : " have exited") +
-                    "\n  in " + thread_context(w, me));
+                    " must be executed by all 32 lanes of warp " + std::to_string(warp) + ", but " + why + "\n  in " +
+                    thread_context(w, me));
   }
   WarpOpView view;
   view.mask = op.mask;

@@ -190,7 +190,8 @@ std::string thread_context(const Worker& w, const SimThread& t);
 // A source path relative to the repository (a suffix of `file`, so async-signal-safe).
 const char* relative_path(const char* file);
 std::string describe_where(const Where& where);  // "path:line"
-std::string lane_list(uint32_t lanes);
+std::string lane_list(uint32_t lanes);  // "0-15,20"
+std::string hex_mask(uint32_t mask);    // "0xffff0000"
 std::string dim_text(unsigned x, unsigned y, unsigned z);  // "(x,y,z)"
 std::string dim_text(const dim3& d);
 std::string dim_text(const uint3& d);
