@@ -40,7 +40,9 @@ template <class... Params, class... Args>
 void launch_checked(const char* kernel_name, const char* file, int line, void (*kernel)(Params...), dim3 grid,
                     dim3 block, size_t dynamic_smem_bytes, cudaStream_t stream, Args&&... args) {
   static_assert(sizeof...(Params) == sizeof...(Args), "SEG_LAUNCH: the number of arguments does not match the kernel");
-  kernel<<<grid, block, dynamic_smem_bytes, stream> > >(std::forward<Args>(args)...);
+  // clang-format off
+  kernel<<<grid, block, dynamic_smem_bytes, stream>>>(std::forward<Args>(args)...);
+  // clang-format on
   const cudaError_t err = cudaGetLastError();
   if (err != cudaSuccess) {
     throw LaunchError(std::string("CUDA launch of ") + kernel_name + " at " + file + ":" + std::to_string(line) +

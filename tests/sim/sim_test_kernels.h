@@ -2,6 +2,7 @@
 // pointers are device pointers (cudaMalloc). Compiles with g++ (the tests) and nvcc (CI).
 #pragma once
 
+#include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
@@ -31,6 +32,12 @@ void block_reduce(const float* x, int n, float* sum, int* positives, int blocks,
 
 // wmma_gemm.cu: C[M x N] = alpha * A[M x K] * B[K x N] (row-major, __half in, float out).
 void wmma_gemm(const __half* a, const __half* b, float* c, int m, int n, int k, float alpha);
+
+// wmma_variants.cu: D = A * B + C for one tile (one warp); layouts as in each kernel's comment.
+void wmma_half_col_major(const __half* a, const __half* b, const float* c, float* d);        // 16x16x16, col-major
+void wmma_bf16_m32n8k16(const __nv_bfloat16* a, const __nv_bfloat16* b, const float* c, float* d);  // row-major
+void wmma_half_m8n32k16(const __half* a, const __half* b, const __half* c, __half* d);       // A row, B col
+void wmma_tf32(const float* a, const float* b, const float* c, float* d);                   // 16x16x8, row-major
 
 }  // namespace simtest
 

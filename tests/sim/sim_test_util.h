@@ -64,9 +64,9 @@ std::vector<Config> all_configs();
 seg::sim::Options with_schedule(seg::sim::Schedule s, uint64_t seed = 1, int workers = 1);
 
 // Number of elements where |got - want| > atol + rtol * |want| (NaN in got counts as a mismatch);
-// reports the first few through doctest.
+// with `report`, the first few go to the test log.
 size_t count_mismatches(const std::vector<float>& got, const std::vector<double>& want, double atol, double rtol,
-                        const char* what);
+                        const char* what, bool report = true);
 
 // Result of running this executable on one test case in a child process.
 struct ChildResult {
