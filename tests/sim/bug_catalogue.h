@@ -1,0 +1,43 @@
+// The catalogue of deliberately broken kernels (broken_kernels.h): how to run each one and judge
+// what happened. A bug is "caught" when the simulator reports a fault, when every-element
+// comparison with the intended result fails, or (in a child process) when the process dies with a
+// report from the simulator's SIGSEGV handler or a sanitizer.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "kernels/sim/sim.h"
+
+namespace simtest {
+
+struct Outcome {
+  enum class Kind { correct, wrong, fault } kind = Kind::correct;
+  seg::sim::FaultKind fault_kind = seg::sim::FaultKind::trap;
+  size_t wrong_elements = 0;
+  std::string message;  // the fault report
+  // "correct", "wrong", or "fault:<kind name>"
+  std::string summary() const;
+};
+
+struct Bug {
+  const char* id;
+  const char* description;
+  Outcome (*run)();
+};
+
+const std::vector<Bug>& bug_catalogue();
+const Bug* find_bug(const std::string& id);
+
+// Runs bug `id` in a child process (test case "child: run bug") with the given SEG_SIM_*
+// environment. The child prints "seg-sim-outcome: <summary>" unless it dies first.
+struct BugRun {
+  std::string outcome;  // the summary, or "" when the child died
+  int exit_code = -1;
+  int signal = 0;
+  std::string output;
+  bool caught_by(const std::string& text) const { return output.find(text) != std::string::npos; }
+};
+BugRun run_bug(const std::string& id, const std::vector<std::string>& env = {});
+
+}  // namespace simtest

@@ -1,0 +1,169 @@
+// The simulator (or, where noted, the sanitizer of this build) catches each deliberately broken
+// kernel of bug_catalogue.cpp. Each bug runs in a child process: some end it (SIGSEGV, ASan,
+// UBSan), and TSan's reports would fail this process. What each build catches is the table in
+// docs/cuda-simulator.md; these cases pin it down.
+#include "tests/sim/bug_catalogue.h"
+#include "tests/sim/sim_test_util.h"
+
+using simtest::run_bug;
+
+namespace {
+
+const char* const kDeadlock = "fault:deadlock";
+const char* const kDivergentBarrier = "fault:divergent __syncthreads";
+const char* const kInactiveLanes = "fault:shuffle from an inactive lane";
+const char* const kDivergentCollective = "fault:divergent warp collective";
+const char* const kBadArgument = "fault:invalid argument";
+const char* const kMisaligned = "fault:misaligned address";
+const char* const kFragment = "fault:WMMA fragment depends on the lane";
+const char* const kBadAddress = "fault:address in the wrong memory space";
+
+void expect_outcome(const char* bug, const std::vector<std::string>& env, const std::string& outcome) {
+  const simtest::BugRun r = run_bug(bug, env);
+  INFO("bug: " << std::string(bug) << "\n" << r.output);
+  CHECK(r.outcome == outcome);
+}
+
+// The child died (a signal, or a sanitizer's non-zero exit) after printing `report` (the
+// simulator's SIGSEGV explanation or a sanitizer report) and `where` (the kernel's file or name).
+void expect_crash(const char* bug, const std::vector<std::string>& env, const char* report, const char* where) {
+  const simtest::BugRun r = run_bug(bug, env);
+  INFO("bug: " << std::string(bug) << "\n" << r.output);
+  CHECK(r.outcome.empty());  // it never got to print an outcome
+  CHECK((r.exit_code != 0 || r.signal != 0));
+  CHECK(r.caught_by(report));
+  CHECK(r.caught_by(where));
+}
+
+#if SEG_SIM_TEST_TSAN
+void expect_race(const char* bug, const std::vector<std::string>& env, const char* file) {
+  const simtest::BugRun r = run_bug(bug, env);
+  INFO("bug: " << std::string(bug) << "\n" << r.output);
+  CHECK(r.caught_by("WARNING: ThreadSanitizer: data race"));
+  CHECK(r.caught_by(file));
+  CHECK(r.exit_code == 66);  // TSan's exit code when it reported
+}
+#endif
+
+const std::vector<std::string> kReverse = {"SEG_SIM_SCHEDULE=reverse"};
+std::vector<std::string> random_seed(int seed) {
+  return {"SEG_SIM_SCHEDULE=random", "SEG_SIM_SEED=" + std::to_string(seed)};
+}
+
+}  // namespace
+
+TEST_CASE("sim catches: missing __syncthreads (three shapes)") {
+#if SEG_SIM_TEST_TSAN
+  // TSan sees the race whatever the schedule, also where the results happen to be right.
+  for (const char* bug :
+       {"warp_sums_no_barrier", "tree_no_barrier", "staging_no_trailing_barrier", "half_tile_no_barrier"}) {
+    expect_race(bug, {}, "broken_barriers.cu");
+    expect_race(bug, kReverse, "broken_barriers.cu");
+  }
+#else
+  // Round-robin runs each phase from thread 0 upwards: reads of data that higher threads write
+  // later in the same phase see stale values. The reverse schedule misses exactly those, and the
+  // random schedule catches all three with every seed tried.
+  for (const char* bug : {"warp_sums_no_barrier", "tree_no_barrier", "staging_no_trailing_barrier"}) {
+    expect_outcome(bug, {}, "wrong");
+    for (int seed = 1; seed <= 5; ++seed) expect_outcome(bug, random_seed(seed), "wrong");
+  }
+  expect_outcome("warp_sums_no_barrier", kReverse, "correct");
+  expect_outcome("tree_no_barrier", kReverse, "correct");
+  expect_outcome("staging_no_trailing_barrier", kReverse, "wrong");
+  expect_outcome("half_tile_no_barrier", {}, "wrong");
+#endif
+}
+
+TEST_CASE("sim catches: divergent __syncthreads in strict mode") {
+  expect_outcome("early_return_before_barrier", {}, kDivergentBarrier);
+  expect_outcome("barriers_different_sites", {}, kDivergentBarrier);
+  // What current GPUs do with it, and what SEG_SIM_STRICT=0 accepts.
+  expect_outcome("early_return_before_barrier", {"SEG_SIM_STRICT=0"}, "correct");
+  expect_outcome("barriers_different_sites", {"SEG_SIM_STRICT=0"}, "correct");
+}
+
+TEST_CASE("sim catches: out-of-bounds global memory access") {
+#if SEG_SIM_TEST_ASAN
+  expect_crash("read_past_end", {}, "heap-buffer-overflow", "broken_memory.cu");
+  expect_crash("write_past_end", {}, "heap-buffer-overflow", "broken_memory.cu");
+#else
+  // The allocation ends at a guard page: the read faults and the handler names the allocation.
+  expect_crash("read_past_end", {},
+               "4096 bytes after the start of a 4096-byte device allocation: an access past its end",
+               "in kernel read_one_past_the_end_kernel launched at tests/sim/broken_memory.cu");
+  // A write into the rounding slack (4000 of 4096 bytes) is found after the launch.
+  expect_outcome("write_past_end", {}, "fault:out-of-bounds write");
+#endif
+}
+
+// Static __shared__ arrays are thread_local: without UBSan an overrun goes unnoticed (the table in
+// docs/cuda-simulator.md), so only the ASan+UBSan build has this case.
+#if SEG_SIM_TEST_ASAN
+TEST_CASE("sim catches: out-of-bounds static shared memory (UBSan)") {
+  expect_crash("static_shared_oob", {}, "index 64 out of bounds for type 'float [64]'", "broken_memory.cu");
+}
+#endif
+
+TEST_CASE("sim catches: dynamic shared memory used past the launched size") {
+#if SEG_SIM_TEST_ASAN
+  expect_crash("dynamic_shared_guard_overrun", {}, "use-after-poison", "broken_memory.cu");
+  expect_crash("dynamic_shared_slack_overrun", {}, "use-after-poison", "broken_memory.cu");
+#else
+  expect_crash("dynamic_shared_guard_overrun", {},
+               "256 bytes after the start of the 256 bytes of dynamic shared memory given at launch",
+               "in kernel dynamic_shared_overrun_kernel");
+  expect_outcome("dynamic_shared_slack_overrun", {}, "fault:dynamic shared memory overrun");
+#endif
+  // Memory no thread wrote reads as the poison pattern (NaN), in every build and schedule.
+  expect_outcome("dynamic_shared_uninitialised", {}, "wrong");
+  expect_outcome("dynamic_shared_uninitialised", kReverse, "wrong");
+}
+
+TEST_CASE("sim catches: non-atomic update from several blocks (TSan with workers)") {
+#if SEG_SIM_TEST_TSAN
+  // Consecutive blocks run on different workers with no happens-before edge between them.
+  expect_race("cross_block_non_atomic", {"SEG_SIM_WORKERS=2"}, "broken_memory.cu");
+#else
+  // Blocks run one after another on one worker: the sum comes out right and nothing is reported.
+  expect_outcome("cross_block_non_atomic", {}, "correct");
+#endif
+}
+
+TEST_CASE("sim catches: stack overflow of a simulated thread") {
+#if SEG_SIM_TEST_ASAN
+  // ASan knows the OS thread's stack, not the fiber's: it reports a SEGV in the kernel.
+  expect_crash("stack_overflow", {}, "AddressSanitizer: SEGV", "in stack_overflow_kernel");
+#else
+  expect_crash("stack_overflow", {}, "stack overflow: the simulated thread used its whole",
+               "in kernel stack_overflow_kernel");
+#endif
+}
+
+TEST_CASE("sim catches: divergent and partial-warp collectives") {
+  for (const auto& env : {std::vector<std::string>{}, kReverse, random_seed(1)}) {
+    expect_outcome("divergent_shuffle_barrier", env, kDeadlock);
+    expect_outcome("divergent_shuffle_exit", env, kInactiveLanes);
+    expect_outcome("partial_warp", env, kInactiveLanes);
+  }
+  // Without strict mode the reads from missing lanes return the poison value.
+  expect_outcome("divergent_shuffle_exit", {"SEG_SIM_STRICT=0"}, "wrong");
+  expect_outcome("partial_warp", {"SEG_SIM_STRICT=0"}, "wrong");
+  expect_outcome("mask_without_caller", {}, kBadArgument);
+  expect_outcome("mismatched_collectives", {}, kDivergentCollective);
+  expect_outcome("bad_width", {}, kBadArgument);
+}
+
+TEST_CASE("sim catches: WMMA code that depends on the lane mapping or breaks WMMA's rules") {
+  expect_outcome("wmma_bias_by_lane", {}, kFragment);
+  expect_outcome("wmma_lane_dependent", {}, kFragment);
+  expect_outcome("wmma_misaligned", {}, kMisaligned);
+  expect_outcome("wmma_bad_ldm", {}, kMisaligned);
+  expect_outcome("wmma_divergent", {}, kDivergentCollective);
+}
+
+TEST_CASE("sim catches: misuse of the PTX helpers") {
+  expect_outcome("cp_async_no_wait", {}, "wrong");
+  expect_outcome("ldmatrix_misaligned", {}, kMisaligned);
+  expect_outcome("cp_async_from_host", {}, kBadAddress);
+}
