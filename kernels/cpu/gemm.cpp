@@ -47,6 +47,17 @@ void MatrixPacker<T>::pack(int64_t i0, int64_t rows, int64_t k0, int64_t depth, 
     }
   }
 }
+template <class T>
+const float* MatrixPacker<T>::direct(int64_t i0, int64_t k0, int64_t* row_stride) const {
+  if constexpr (std::is_same_v<T, float>) {
+    if (cs_ != 1) return nullptr;
+    *row_stride = rs_;
+    return data_ + i0 * rs_ + k0;
+  } else {
+    return nullptr;
+  }
+}
+
 template class MatrixPacker<float>;
 template class MatrixPacker<f16>;
 template class MatrixPacker<bf16>;
@@ -96,6 +107,32 @@ void kernel_avx2(int64_t kc, const float* a, const float* b, float* c, int64_t l
   }
 }
 
+// AVX-512, reading A in place (row r at a + r*lda): saves packing A when it is a plain matrix.
+SEG_TARGET_AVX512 void kernel_avx512_direct(int64_t kc, const float* a, int64_t lda, const float* b, float* c,
+                                            int64_t ldc, bool acc) {
+  constexpr int MR = 14;
+  __m512 c0[MR], c1[MR];
+#pragma GCC unroll 14
+  for (int r = 0; r < MR; ++r) {
+    c0[r] = acc ? _mm512_loadu_ps(c + r * ldc) : _mm512_setzero_ps();
+    c1[r] = acc ? _mm512_loadu_ps(c + r * ldc + 16) : _mm512_setzero_ps();
+  }
+  for (int64_t k = 0; k < kc; ++k) {
+    const __m512 b0 = _mm512_loadu_ps(b + k * 32), b1 = _mm512_loadu_ps(b + k * 32 + 16);
+#pragma GCC unroll 14
+    for (int r = 0; r < MR; ++r) {
+      const __m512 av = _mm512_set1_ps(a[r * lda + k]);
+      c0[r] = _mm512_fmadd_ps(av, b0, c0[r]);
+      c1[r] = _mm512_fmadd_ps(av, b1, c1[r]);
+    }
+  }
+#pragma GCC unroll 14
+  for (int r = 0; r < MR; ++r) {
+    _mm512_storeu_ps(c + r * ldc, c0[r]);
+    _mm512_storeu_ps(c + r * ldc + 16, c1[r]);
+  }
+}
+
 // AVX-512: 14 rows x 32 columns = 28 zmm accumulators + 2 zmm of B + 1 broadcast = 31 registers.
 SEG_TARGET_AVX512 void kernel_avx512(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, bool acc) {
   constexpr int MR = 14;
@@ -120,19 +157,58 @@ SEG_TARGET_AVX512 void kernel_avx512(int64_t kc, const float* a, const float* b,
     _mm512_storeu_ps(c + r * ldc + 16, c1[r]);
   }
 }
+
+// AVX-512 for narrow outputs (N <= 16, e.g. a 1x1 conv to 16 channels): 28 rows x 16 columns, so no
+// half-empty 32-wide tile; 28 zmm accumulators + 1 of B + 1 broadcast.
+SEG_TARGET_AVX512 void kernel_avx512_narrow(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, bool acc) {
+  constexpr int MR = 28;
+  __m512 c0[MR];
+#pragma GCC unroll 28
+  for (int r = 0; r < MR; ++r) c0[r] = acc ? _mm512_loadu_ps(c + r * ldc) : _mm512_setzero_ps();
+  for (int64_t k = 0; k < kc; ++k) {
+    const __m512 b0 = _mm512_loadu_ps(b + k * 16);
+#pragma GCC unroll 28
+    for (int r = 0; r < MR; ++r) c0[r] = _mm512_fmadd_ps(_mm512_set1_ps(a[k * MR + r]), b0, c0[r]);
+  }
+#pragma GCC unroll 28
+  for (int r = 0; r < MR; ++r) _mm512_storeu_ps(c + r * ldc, c0[r]);
+}
+
+// The same tile reading A in place (row r at a + r*lda, k contiguous): for narrow outputs packing A
+// would cost as much as the arithmetic, since each element of A feeds only 16 products.
+SEG_TARGET_AVX512 void kernel_avx512_narrow_direct(int64_t kc, const float* a, int64_t lda, const float* b, float* c,
+                                                   int64_t ldc, bool acc) {
+  constexpr int MR = 28;
+  __m512 c0[MR];
+#pragma GCC unroll 28
+  for (int r = 0; r < MR; ++r) c0[r] = acc ? _mm512_loadu_ps(c + r * ldc) : _mm512_setzero_ps();
+  for (int64_t k = 0; k < kc; ++k) {
+    const __m512 b0 = _mm512_loadu_ps(b + k * 16);
+#pragma GCC unroll 28
+    for (int r = 0; r < MR; ++r) c0[r] = _mm512_fmadd_ps(_mm512_set1_ps(a[r * lda + k]), b0, c0[r]);
+  }
+#pragma GCC unroll 28
+  for (int r = 0; r < MR; ++r) _mm512_storeu_ps(c + r * ldc, c0[r]);
+}
 #endif
 
 using Kernel = void (*)(int64_t, const float*, const float*, float*, int64_t, bool);
+using DirectKernel = void (*)(int64_t, const float*, int64_t, const float*, float*, int64_t, bool);
 
 struct KernelChoice {
   int64_t mr, nr, mc, nc;
   Kernel fn;
+  DirectKernel direct = nullptr;  // reads A in place, when the operand allows it
 };
 
-KernelChoice choose_kernel() {
+// The tile shape follows the ISA and, for AVX-512, the output width: a narrow N would waste half of
+// a 32-wide tile.
+KernelChoice choose_kernel(int64_t N) {
 #if defined(__x86_64__)
   switch (cpu_isa()) {
-    case CpuIsa::avx512: return {14, 32, 14 * 12, 32 * 32, kernel_avx512};
+    case CpuIsa::avx512:
+      if (N <= 16) return {28, 16, 28 * 6, 16 * 64, kernel_avx512_narrow, kernel_avx512_narrow_direct};
+      return {14, 32, 14 * 12, 32 * 32, kernel_avx512, kernel_avx512_direct};
     case CpuIsa::avx2: return {6, 16, 6 * 24, 16 * 64, kernel_avx2};
     case CpuIsa::scalar: break;
   }
@@ -147,7 +223,7 @@ void gemm_serial(const KernelChoice& kc_, int64_t m0, int64_t m1, int64_t n0, in
   thread_local std::vector<float> a_buf, b_buf;
   a_buf.resize(static_cast<size_t>(kc_.mc * kKC));
   b_buf.resize(static_cast<size_t>(kc_.nc * kKC));
-  float edge[14 * 32];
+  float edge[28 * 32];  // the largest tile of any kernel
   for (int64_t jc = n0; jc < n1; jc += kc_.nc) {
     const int64_t nc = std::min(kc_.nc, n1 - jc);
     for (int64_t pc = 0; pc < K; pc += kKC) {
@@ -156,6 +232,31 @@ void gemm_serial(const KernelChoice& kc_, int64_t m0, int64_t m1, int64_t n0, in
       bt.pack(jc, nc, pc, kc, NR, b_buf.data());
       for (int64_t ic = m0; ic < m1; ic += kc_.mc) {
         const int64_t mc = std::min(kc_.mc, m1 - ic);
+        int64_t lda = 0;
+        const float* a_direct = kc_.direct ? a.direct(ic, pc, &lda) : nullptr;
+        if (a_direct) {
+          // A read in place for full tiles; an edge tile packs its own rows and goes through the
+          // buffered path below (same arithmetic, so results do not depend on the path).
+          for (int64_t jr = 0; jr < nc; jr += NR) {
+            const float* bp = b_buf.data() + (jr / NR) * kc * NR;
+            const int64_t nr = std::min(NR, nc - jr);
+            for (int64_t ir = 0; ir < mc; ir += MR) {
+              const int64_t mr = std::min(MR, mc - ir);
+              float* ct = c + (ic + ir) * ldc + (jc + jr);
+              if (mr == MR && nr == NR) {
+                kc_.direct(kc, a_direct + ir * lda, lda, bp, ct, ldc, acc);
+                continue;
+              }
+              a.pack(ic + ir, mr, pc, kc, MR, a_buf.data());
+              for (int64_t r = 0; r < mr; ++r)
+                for (int64_t j = 0; j < nr; ++j) edge[r * NR + j] = acc ? ct[r * ldc + j] : 0.0f;
+              kc_.fn(kc, a_buf.data(), bp, edge, NR, true);
+              for (int64_t r = 0; r < mr; ++r)
+                for (int64_t j = 0; j < nr; ++j) ct[r * ldc + j] = edge[r * NR + j];
+            }
+          }
+          continue;
+        }
         a.pack(ic, mc, pc, kc, MR, a_buf.data());
         for (int64_t jr = 0; jr < nc; jr += NR) {
           const float* bp = b_buf.data() + (jr / NR) * kc * NR;
@@ -189,7 +290,7 @@ void gemm(const GemmShape& s, const Packer& a, const Packer& bt, float* c, int64
       for (int64_t i = 0; i < s.M; ++i) std::memset(c + i * ldc, 0, static_cast<size_t>(s.N) * sizeof(float));
     return;
   }
-  const KernelChoice kc = choose_kernel();
+  const KernelChoice kc = choose_kernel(s.N);
   const int T = std::max(1, threads > 0 ? threads : (in_parallel_region() ? 1 : num_threads()));
   // Enough work per thread to be worth a wake-up: ~2 MFLOP.
   const int64_t max_by_work = std::max<int64_t>(1, 2 * s.M * s.N * s.K / (1 << 21));

@@ -7,8 +7,8 @@
 //       for ic in M step MC:
 //         pack A[ic.., pc..] into MR-tall panels      (k-major: panel[k*MR + i])
 //         for jr, ir: micro-kernel MR x NR over KC    (the registers hold the C tile)
-// Micro-kernels: AVX-512 14x32 (28 zmm accumulators), AVX2 6x16 (12 ymm), scalar 4x8; chosen by
-// cpu_isa(). Edge tiles are zero-padded in the packed panels and written through a small buffer.
+// Micro-kernels: AVX-512 14x32 (28 zmm accumulators; 28x16 when N <= 16), AVX2 6x16 (12 ymm),
+// scalar 4x8; chosen by cpu_isa() and the output width. Edge tiles are zero-padded in the packed panels and written through a small buffer.
 //
 // A and B are not matrices in memory but *packers*: objects that write a block of the operand into
 // the packed layout. A plain strided matrix is one packer (MatrixPacker); a convolution's im2col
@@ -31,6 +31,9 @@ class Packer {
  public:
   virtual ~Packer() = default;
   virtual void pack(int64_t i0, int64_t rows, int64_t k0, int64_t depth, int64_t mr, float* dst) const = 0;
+  // When the operand is a float matrix whose k index is contiguous, the address of row i0 at k0
+  // and the row stride, so a micro-kernel can read it in place (no packing); else null.
+  virtual const float* direct(int64_t i0, int64_t k0, int64_t* row_stride) const { return nullptr; }
 };
 
 // A strided matrix: element (i, k) at data[i*row_stride + k*col_stride]. T = float, f16 or bf16.
@@ -40,6 +43,7 @@ class MatrixPacker final : public Packer {
   MatrixPacker(const T* data, int64_t row_stride, int64_t col_stride)
       : data_(data), rs_(row_stride), cs_(col_stride) {}
   void pack(int64_t i0, int64_t rows, int64_t k0, int64_t depth, int64_t mr, float* dst) const override;
+  const float* direct(int64_t i0, int64_t k0, int64_t* row_stride) const override;
 
  private:
   const T* data_;
