@@ -207,7 +207,8 @@ KernelChoice choose_kernel(int64_t N) {
 #if defined(__x86_64__)
   switch (cpu_isa()) {
     case CpuIsa::avx512:
-      if (N <= 16) return {28, 16, 28 * 6, 16 * 64, kernel_avx512_narrow, kernel_avx512_narrow_direct};
+      // A 16-wide tile when 32-wide ones would leave a half-empty last panel (N = 16, 80, 144, ...).
+      if (N % 32 != 0 && N % 32 <= 16) return {28, 16, 28 * 6, 16 * 64, kernel_avx512_narrow, kernel_avx512_narrow_direct};
       return {14, 32, 14 * 12, 32 * 32, kernel_avx512, kernel_avx512_direct};
     case CpuIsa::avx2: return {6, 16, 6 * 24, 16 * 64, kernel_avx2};
     case CpuIsa::scalar: break;

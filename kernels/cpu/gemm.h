@@ -7,7 +7,7 @@
 //       for ic in M step MC:
 //         pack A[ic.., pc..] into MR-tall panels      (k-major: panel[k*MR + i])
 //         for jr, ir: micro-kernel MR x NR over KC    (the registers hold the C tile)
-// Micro-kernels: AVX-512 14x32 (28 zmm accumulators; 28x16 when N <= 16), AVX2 6x16 (12 ymm),
+// Micro-kernels: AVX-512 14x32 (28 zmm accumulators; 28x16 when N mod 32 is 1..16), AVX2 6x16 (12 ymm),
 // scalar 4x8; chosen by cpu_isa() and the output width. Edge tiles are zero-padded in the packed panels and written through a small buffer.
 //
 // A and B are not matrices in memory but *packers*: objects that write a block of the operand into
