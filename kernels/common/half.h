@@ -79,9 +79,10 @@ SEG_HD_INLINE float f16_bits_to_f32(uint16_t h) {
 // float -> bfloat16, round to nearest even (the top 16 bits of the float, rounded).
 SEG_HD_INLINE uint16_t f32_to_bf16_bits(float value) {
   const uint32_t x = float_bits(value);
-  if ((x & 0x7FFFFFFFu) > 0x7F800000u) return 0x7FFFu;
   const uint32_t lsb = (x >> 16) & 1u;
-  return static_cast<uint16_t>((x + 0x7FFFu + lsb) >> 16);
+  const uint32_t rounded = (x + 0x7FFFu + lsb) >> 16;
+  // Written as a select, not an early return, so loops over it vectorise.
+  return static_cast<uint16_t>((x & 0x7FFFFFFFu) > 0x7F800000u ? 0x7FFFu : rounded);
 }
 
 SEG_HD_INLINE float bf16_bits_to_f32(uint16_t b) { return bits_float(static_cast<uint32_t>(b) << 16); }
