@@ -107,88 +107,45 @@ void kernel_avx2(int64_t kc, const float* a, const float* b, float* c, int64_t l
   }
 }
 
-// AVX-512, reading A in place (row r at a + r*lda): saves packing A when it is a plain matrix.
-SEG_TARGET_AVX512 void kernel_avx512_direct(int64_t kc, const float* a, int64_t lda, const float* b, float* c,
-                                            int64_t ldc, bool acc) {
-  constexpr int MR = 14;
-  __m512 c0[MR], c1[MR];
-#pragma GCC unroll 14
-  for (int r = 0; r < MR; ++r) {
-    c0[r] = acc ? _mm512_loadu_ps(c + r * ldc) : _mm512_setzero_ps();
-    c1[r] = acc ? _mm512_loadu_ps(c + r * ldc + 16) : _mm512_setzero_ps();
-  }
+// AVX-512 tiles, written once as a template over the tile shape and over where A comes from:
+//   packed A   element (r, k) at a[k*MR + r]     (a panel written by a Packer)
+//   direct A   element (r, k) at a[r*lda + k]    (a plain float matrix, read in place)
+// NV = number of 16-float vectors per row of the tile: 14x32 = (MR 14, NV 2), 28x16 = (MR 28, NV 1).
+// Accumulators: MR*NV zmm registers (28), plus NV for B and one broadcast.
+template <int MR, int NV, bool Direct>
+SEG_TARGET_AVX512 void kernel_avx512_tile(int64_t kc, const float* a, int64_t lda, const float* b, float* c,
+                                          int64_t ldc, bool acc) {
+  constexpr int NR = 16 * NV;
+  __m512 t[MR][NV];
+#pragma GCC unroll 28
+  for (int r = 0; r < MR; ++r)
+#pragma GCC unroll 2
+    for (int v = 0; v < NV; ++v) t[r][v] = acc ? _mm512_loadu_ps(c + r * ldc + 16 * v) : _mm512_setzero_ps();
   for (int64_t k = 0; k < kc; ++k) {
-    const __m512 b0 = _mm512_loadu_ps(b + k * 32), b1 = _mm512_loadu_ps(b + k * 32 + 16);
-#pragma GCC unroll 14
+    __m512 bv[NV];
+#pragma GCC unroll 2
+    for (int v = 0; v < NV; ++v) bv[v] = _mm512_loadu_ps(b + k * NR + 16 * v);
+#pragma GCC unroll 28
     for (int r = 0; r < MR; ++r) {
-      const __m512 av = _mm512_set1_ps(a[r * lda + k]);
-      c0[r] = _mm512_fmadd_ps(av, b0, c0[r]);
-      c1[r] = _mm512_fmadd_ps(av, b1, c1[r]);
+      const __m512 av = _mm512_set1_ps(Direct ? a[r * lda + k] : a[k * MR + r]);
+#pragma GCC unroll 2
+      for (int v = 0; v < NV; ++v) t[r][v] = _mm512_fmadd_ps(av, bv[v], t[r][v]);
     }
   }
-#pragma GCC unroll 14
-  for (int r = 0; r < MR; ++r) {
-    _mm512_storeu_ps(c + r * ldc, c0[r]);
-    _mm512_storeu_ps(c + r * ldc + 16, c1[r]);
-  }
+#pragma GCC unroll 28
+  for (int r = 0; r < MR; ++r)
+#pragma GCC unroll 2
+    for (int v = 0; v < NV; ++v) _mm512_storeu_ps(c + r * ldc + 16 * v, t[r][v]);
 }
 
-// AVX-512: 14 rows x 32 columns = 28 zmm accumulators + 2 zmm of B + 1 broadcast = 31 registers.
-SEG_TARGET_AVX512 void kernel_avx512(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, bool acc) {
-  constexpr int MR = 14;
-  __m512 c0[MR], c1[MR];
-#pragma GCC unroll 14
-  for (int r = 0; r < MR; ++r) {
-    c0[r] = acc ? _mm512_loadu_ps(c + r * ldc) : _mm512_setzero_ps();
-    c1[r] = acc ? _mm512_loadu_ps(c + r * ldc + 16) : _mm512_setzero_ps();
-  }
-  for (int64_t k = 0; k < kc; ++k) {
-    const __m512 b0 = _mm512_loadu_ps(b + k * 32), b1 = _mm512_loadu_ps(b + k * 32 + 16);
-#pragma GCC unroll 14
-    for (int r = 0; r < MR; ++r) {
-      const __m512 av = _mm512_set1_ps(a[k * MR + r]);
-      c0[r] = _mm512_fmadd_ps(av, b0, c0[r]);
-      c1[r] = _mm512_fmadd_ps(av, b1, c1[r]);
-    }
-  }
-#pragma GCC unroll 14
-  for (int r = 0; r < MR; ++r) {
-    _mm512_storeu_ps(c + r * ldc, c0[r]);
-    _mm512_storeu_ps(c + r * ldc + 16, c1[r]);
-  }
+// The two calling conventions of the kernel table (packed: no lda).
+template <int MR, int NV>
+void kernel_avx512(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, bool acc) {
+  kernel_avx512_tile<MR, NV, false>(kc, a, 0, b, c, ldc, acc);
 }
-
-// AVX-512 for narrow outputs (N <= 16, e.g. a 1x1 conv to 16 channels): 28 rows x 16 columns, so no
-// half-empty 32-wide tile; 28 zmm accumulators + 1 of B + 1 broadcast.
-SEG_TARGET_AVX512 void kernel_avx512_narrow(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, bool acc) {
-  constexpr int MR = 28;
-  __m512 c0[MR];
-#pragma GCC unroll 28
-  for (int r = 0; r < MR; ++r) c0[r] = acc ? _mm512_loadu_ps(c + r * ldc) : _mm512_setzero_ps();
-  for (int64_t k = 0; k < kc; ++k) {
-    const __m512 b0 = _mm512_loadu_ps(b + k * 16);
-#pragma GCC unroll 28
-    for (int r = 0; r < MR; ++r) c0[r] = _mm512_fmadd_ps(_mm512_set1_ps(a[k * MR + r]), b0, c0[r]);
-  }
-#pragma GCC unroll 28
-  for (int r = 0; r < MR; ++r) _mm512_storeu_ps(c + r * ldc, c0[r]);
-}
-
-// The same tile reading A in place (row r at a + r*lda, k contiguous): for narrow outputs packing A
-// would cost as much as the arithmetic, since each element of A feeds only 16 products.
-SEG_TARGET_AVX512 void kernel_avx512_narrow_direct(int64_t kc, const float* a, int64_t lda, const float* b, float* c,
-                                                   int64_t ldc, bool acc) {
-  constexpr int MR = 28;
-  __m512 c0[MR];
-#pragma GCC unroll 28
-  for (int r = 0; r < MR; ++r) c0[r] = acc ? _mm512_loadu_ps(c + r * ldc) : _mm512_setzero_ps();
-  for (int64_t k = 0; k < kc; ++k) {
-    const __m512 b0 = _mm512_loadu_ps(b + k * 16);
-#pragma GCC unroll 28
-    for (int r = 0; r < MR; ++r) c0[r] = _mm512_fmadd_ps(_mm512_set1_ps(a[r * lda + k]), b0, c0[r]);
-  }
-#pragma GCC unroll 28
-  for (int r = 0; r < MR; ++r) _mm512_storeu_ps(c + r * ldc, c0[r]);
+template <int MR, int NV>
+void kernel_avx512_direct(int64_t kc, const float* a, int64_t lda, const float* b, float* c, int64_t ldc, bool acc) {
+  kernel_avx512_tile<MR, NV, true>(kc, a, lda, b, c, ldc, acc);
 }
 #endif
 
@@ -208,8 +165,9 @@ KernelChoice choose_kernel(int64_t N) {
   switch (cpu_isa()) {
     case CpuIsa::avx512:
       // A 16-wide tile when 32-wide ones would leave a half-empty last panel (N = 16, 80, 144, ...).
-      if (N % 32 != 0 && N % 32 <= 16) return {28, 16, 28 * 6, 16 * 64, kernel_avx512_narrow, kernel_avx512_narrow_direct};
-      return {14, 32, 14 * 12, 32 * 32, kernel_avx512, kernel_avx512_direct};
+      if (N % 32 != 0 && N % 32 <= 16)
+        return {28, 16, 28 * 6, 16 * 64, kernel_avx512<28, 1>, kernel_avx512_direct<28, 1>};
+      return {14, 32, 14 * 12, 32 * 32, kernel_avx512<14, 2>, kernel_avx512_direct<14, 2>};
     case CpuIsa::avx2: return {6, 16, 6 * 24, 16 * 64, kernel_avx2};
     case CpuIsa::scalar: break;
   }
