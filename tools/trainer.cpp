@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <nlohmann/json.hpp>
+#include <unordered_map>
 
 #include "core/allocator.h"
 #include "core/amp_step.h"
@@ -166,7 +167,8 @@ std::string amp_stats_table(const SegmentationModule& model, Optimizers& opt, do
   char line[256];
   const std::pair<const Module*, SGD*> parts[] = {{model.encoder.get(), &opt.encoder}, {model.decoder.get(), &opt.decoder}};
   for (const auto& [module, sgd] : parts) {
-    (void)module;
+    std::unordered_map<const TensorImpl*, std::string> names;
+    for (const auto& p : module->named_parameters()) names[p.tensor->impl()] = p.name;
     size_t i = 0;
     for (const auto& group : sgd->groups())
       for (const Tensor& p : group.params) {
@@ -177,7 +179,7 @@ std::string amp_stats_table(const SegmentationModule& model, Optimizers& opt, do
         const cpu::Fp16Range unscaled = cpu::fp16_range(g.data<float>(), g.numel(), 1.0);
         const cpu::Fp16Range scaled = cpu::fp16_range(g.data<float>(), g.numel(), scale);
         auto pct = [&](int64_t n) { return 100.0 * static_cast<double>(n) / static_cast<double>(std::max<int64_t>(1, g.numel())); };
-        std::snprintf(line, sizeof line, "  %-42s %8lld   %17.2f%%   %16.2f%%   %9.2f%%\n", p.name().c_str(),
+        std::snprintf(line, sizeof line, "  %-42s %8lld   %17.2f%%   %16.2f%%   %9.2f%%\n", names[p.impl()].c_str(),
                       static_cast<long long>(g.numel()), pct(unscaled.underflow), pct(scaled.underflow), pct(scaled.overflow));
         out += line;
       }

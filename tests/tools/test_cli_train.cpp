@@ -156,3 +156,48 @@ TEST_CASE("Ctrl-C (SIGINT) saves a resumable state and exits with 130" * doctest
   for (const auto& e : std::filesystem::directory_iterator(dir))
     CHECK(e.path().filename().string().find(".tmp.") == std::string::npos);
 }
+
+TEST_CASE("half-precision inference (eval/predict --amp) agrees with fp32; --amp-stats prints the table" *
+          doctest::test_suite("slow")) {
+  const std::string dir = fresh_dir("amp_infer");
+  TrainRunOptions opt;
+  opt.quiet = true;
+  run_training(tiny_config(dir, 1, 10), CommonFlags{}, opt);
+  const Config cfg = tiny_config(dir, 1, 10);
+  auto fp32 = load_model_for_inference(cfg, CheckpointChoice{"epoch_1.pth", "", "", true}, "", true);
+  data::ValDataset val(dataset_options(cfg, CommonFlags{}));
+  const data::EvalSample sample = val.get(0);
+  const Tensor ref = multiscale_probabilities(*fp32, sample, make_amp_config("O0"));
+  for (const char* level : {"O1", "O2", "O3"}) {
+    for (const char* dtype : {"f16", "bf16"}) {
+      CAPTURE(level);
+      CAPTURE(dtype);
+      const Config c = tiny_config(dir, 1, 10, {"TRAIN.amp", level, "TRAIN.amp_dtype", dtype});
+      auto model = load_model_for_inference(c, CheckpointChoice{"epoch_1.pth", "", "", true}, "", true);
+      const Tensor probs = multiscale_probabilities(*model, sample, amp_config(c));
+      const auto a = probs.to_vector<float>(), b = ref.to_vector<float>();
+      double max_err = 0;
+      int64_t same_argmax = 0;
+      const int64_t K = probs.size(-1), P = probs.numel() / K;
+      for (size_t i = 0; i < a.size(); ++i) max_err = std::max(max_err, std::abs(double(a[i]) - b[i]));
+      for (int64_t p = 0; p < P; ++p) {
+        int64_t ia = 0, ib = 0;
+        for (int64_t k = 1; k < K; ++k) {
+          if (a[p * K + k] > a[p * K + ia]) ia = k;
+          if (b[p * K + k] > b[p * K + ib]) ib = k;
+        }
+        same_argmax += ia == ib;
+      }
+      // Probabilities within half precision's reach; the predicted class almost everywhere the same.
+      CHECK(max_err < (std::string(dtype) == "bf16" ? 0.08 : 0.02));
+      CHECK(static_cast<double>(same_argmax) / static_cast<double>(P) > 0.97);
+    }
+  }
+  std::vector<std::string> args = {"train", "--cfg", seg::test::config_file(), "--amp", "O1", "--amp-stats"};
+  for (const auto& o : tiny_overrides(fresh_dir("amp_stats"), 1, 2)) args.push_back(o);
+  const auto r = seg::test::run_segtrain(args);
+  CAPTURE(r.output);
+  CHECK(r.exit_code == 0);
+  CHECK(r.output.find("fp16 range of the true gradients") != std::string::npos);
+  CHECK(r.output.find("features.0.0.weight") != std::string::npos);
+}
