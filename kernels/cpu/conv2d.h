@@ -35,6 +35,40 @@ struct ConvShape {
   int64_t y_numel() const { return N * Ho() * Wo() * O; }
 };
 
+// The window arithmetic every fast kernel shares (the reference spells it out on its own).
+// Taps of output pixel (ho, wo) that fall inside the input: fn(kh, kw, h, w).
+template <class F>
+inline void for_each_input_tap(const ConvShape& s, int64_t ho, int64_t wo, F&& fn) {
+  for (int64_t kh = 0; kh < s.KH; ++kh) {
+    const int64_t h = ho * s.stride_h - s.pad_h + kh * s.dil_h;
+    if (h < 0 || h >= s.H) continue;
+    for (int64_t kw = 0; kw < s.KW; ++kw) {
+      const int64_t w = wo * s.stride_w - s.pad_w + kw * s.dil_w;
+      if (w < 0 || w >= s.W) continue;
+      fn(kh, kw, h, w);
+    }
+  }
+}
+// Output pixels whose window reads input pixel (h, w), and through which tap: fn(kh, kw, ho, wo).
+// (h = ho*stride - pad + kh*dil, so ho = (h + pad - kh*dil) / stride when that divides exactly.)
+template <class F>
+inline void for_each_output_reading(const ConvShape& s, int64_t h, int64_t w, F&& fn) {
+  const int64_t Ho = s.Ho(), Wo = s.Wo();
+  for (int64_t kh = 0; kh < s.KH; ++kh) {
+    const int64_t hn = h + s.pad_h - kh * s.dil_h;
+    if (hn < 0 || hn % s.stride_h) continue;
+    const int64_t ho = hn / s.stride_h;
+    if (ho >= Ho) continue;
+    for (int64_t kw = 0; kw < s.KW; ++kw) {
+      const int64_t wn = w + s.pad_w - kw * s.dil_w;
+      if (wn < 0 || wn % s.stride_w) continue;
+      const int64_t wo = wn / s.stride_w;
+      if (wo >= Wo) continue;
+      fn(kh, kw, ho, wo);
+    }
+  }
+}
+
 // Reference (naive) versions. T = float or double.
 template <class T> void conv2d_forward_ref(const ConvShape& s, const T* x, const T* w, const T* b, T* y);
 // Any of dx, dw, db may be null (not needed). Outputs are overwritten.

@@ -38,17 +38,11 @@ void conv2d_forward_depthwise(const ConvShape& s, const float* x, const float* w
         float* out = y + (r * Wo + wo) * C;
         if (b) std::copy(b, b + C, out);
         else std::fill(out, out + C, 0.0f);
-        for (int64_t kh = 0; kh < s.KH; ++kh) {
-          const int64_t h = ho * s.stride_h - s.pad_h + kh * s.dil_h;
-          if (h < 0 || h >= s.H) continue;
-          for (int64_t kw = 0; kw < s.KW; ++kw) {
-            const int64_t wi = wo * s.stride_w - s.pad_w + kw * s.dil_w;
-            if (wi < 0 || wi >= s.W) continue;
-            const float* in = x + ((n * s.H + h) * s.W + wi) * C;
-            const float* k = wt.data() + (kh * s.KW + kw) * C;
-            for (int64_t c = 0; c < C; ++c) out[c] += in[c] * k[c];
-          }
-        }
+        for_each_input_tap(s, ho, wo, [&](int64_t kh, int64_t kw, int64_t h, int64_t wi) {
+          const float* in = x + ((n * s.H + h) * s.W + wi) * C;
+          const float* k = wt.data() + (kh * s.KW + kw) * C;
+          for (int64_t c = 0; c < C; ++c) out[c] += in[c] * k[c];
+        });
       }
     }
   });
@@ -63,21 +57,11 @@ void conv2d_backward_data_depthwise(const ConvShape& s, const float* w, const fl
       for (int64_t wi = 0; wi < s.W; ++wi) {
         float* out = dx + (r * s.W + wi) * C;
         std::fill(out, out + C, 0.0f);
-        for (int64_t kh = 0; kh < s.KH; ++kh) {
-          const int64_t hn = h + s.pad_h - kh * s.dil_h;
-          if (hn < 0 || hn % s.stride_h) continue;
-          const int64_t ho = hn / s.stride_h;
-          if (ho >= Ho) continue;
-          for (int64_t kw = 0; kw < s.KW; ++kw) {
-            const int64_t wn = wi + s.pad_w - kw * s.dil_w;
-            if (wn < 0 || wn % s.stride_w) continue;
-            const int64_t wo = wn / s.stride_w;
-            if (wo >= Wo) continue;
-            const float* g = dy + ((n * Ho + ho) * Wo + wo) * C;
-            const float* k = wt.data() + (kh * s.KW + kw) * C;
-            for (int64_t c = 0; c < C; ++c) out[c] += g[c] * k[c];
-          }
-        }
+        for_each_output_reading(s, h, wi, [&](int64_t kh, int64_t kw, int64_t ho, int64_t wo) {
+          const float* g = dy + ((n * Ho + ho) * Wo + wo) * C;
+          const float* k = wt.data() + (kh * s.KW + kw) * C;
+          for (int64_t c = 0; c < C; ++c) out[c] += g[c] * k[c];
+        });
       }
     }
   });
@@ -94,17 +78,11 @@ void conv2d_backward_weight_depthwise(const ConvShape& s, const float* x, const 
         for (int64_t wo = 0; wo < Wo; ++wo) {
           const float* g = dy + ((n * Ho + ho) * Wo + wo) * C + c0;
           for (int64_t c = 0; c < width; ++c) bias[c] += g[c];
-          for (int64_t kh = 0; kh < s.KH; ++kh) {
-            const int64_t h = ho * s.stride_h - s.pad_h + kh * s.dil_h;
-            if (h < 0 || h >= s.H) continue;
-            for (int64_t kw = 0; kw < s.KW; ++kw) {
-              const int64_t wi = wo * s.stride_w - s.pad_w + kw * s.dil_w;
-              if (wi < 0 || wi >= s.W) continue;
-              const float* in = x + ((n * s.H + h) * s.W + wi) * C + c0;
-              float* a = acc.data() + (kh * s.KW + kw) * width;
-              for (int64_t c = 0; c < width; ++c) a[c] += g[c] * in[c];
-            }
-          }
+          for_each_input_tap(s, ho, wo, [&](int64_t kh, int64_t kw, int64_t h, int64_t wi) {
+            const float* in = x + ((n * s.H + h) * s.W + wi) * C + c0;
+            float* a = acc.data() + (kh * s.KW + kw) * width;
+            for (int64_t c = 0; c < width; ++c) a[c] += g[c] * in[c];
+          });
         }
     if (dw)
       for (int64_t c = 0; c < width; ++c)

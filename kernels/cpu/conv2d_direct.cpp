@@ -31,15 +31,9 @@ void conv2d_forward_direct(const ConvShape& s, const T* x, const T* w, const T* 
         for (int64_t o = 0; o < s.O; ++o) {
           const int64_t g = o / Og;
           acc_t<T> acc = b ? load(b[o]) : acc_t<T>(0);
-          for (int64_t kh = 0; kh < s.KH; ++kh) {
-            const int64_t hi = ho * s.stride_h - s.pad_h + kh * s.dil_h;
-            if (hi < 0 || hi >= s.H) continue;
-            for (int64_t kw = 0; kw < s.KW; ++kw) {
-              const int64_t wi = wo * s.stride_w - s.pad_w + kw * s.dil_w;
-              if (wi < 0 || wi >= s.W) continue;
-              acc += dot(x + ((n * s.H + hi) * s.W + wi) * s.C + g * Cg, w + ((o * s.KH + kh) * s.KW + kw) * Cg, Cg);
-            }
-          }
+          for_each_input_tap(s, ho, wo, [&](int64_t kh, int64_t kw, int64_t hi, int64_t wi) {
+            acc += dot(x + ((n * s.H + hi) * s.W + wi) * s.C + g * Cg, w + ((o * s.KH + kh) * s.KW + kw) * Cg, Cg);
+          });
           out[o] = store<T>(acc);
         }
       }
@@ -57,25 +51,15 @@ void conv2d_backward_data_direct(const ConvShape& s, const T* w, const T* dy, T*
       for (int64_t wi = 0; wi < s.W; ++wi) {
         std::fill(acc.begin(), acc.end(), acc_t<T>(0));
         // Gather every output position whose window covers (hi, wi).
-        for (int64_t kh = 0; kh < s.KH; ++kh) {
-          const int64_t hnum = hi + s.pad_h - kh * s.dil_h;
-          if (hnum < 0 || hnum % s.stride_h) continue;
-          const int64_t ho = hnum / s.stride_h;
-          if (ho >= Ho) continue;
-          for (int64_t kw = 0; kw < s.KW; ++kw) {
-            const int64_t wnum = wi + s.pad_w - kw * s.dil_w;
-            if (wnum < 0 || wnum % s.stride_w) continue;
-            const int64_t wo = wnum / s.stride_w;
-            if (wo >= Wo) continue;
-            const T* g_out = dy + ((n * Ho + ho) * Wo + wo) * s.O;
-            for (int64_t o = 0; o < s.O; ++o) {
-              const acc_t<T> go = load(g_out[o]);
-              const T* wr = w + ((o * s.KH + kh) * s.KW + kw) * Cg;
-              acc_t<T>* a = acc.data() + (o / Og) * Cg;
-              for (int64_t c = 0; c < Cg; ++c) a[c] += go * load(wr[c]);
-            }
+        for_each_output_reading(s, hi, wi, [&](int64_t kh, int64_t kw, int64_t ho, int64_t wo) {
+          const T* g_out = dy + ((n * Ho + ho) * Wo + wo) * s.O;
+          for (int64_t o = 0; o < s.O; ++o) {
+            const acc_t<T> go = load(g_out[o]);
+            const T* wr = w + ((o * s.KH + kh) * s.KW + kw) * Cg;
+            acc_t<T>* a = acc.data() + (o / Og) * Cg;
+            for (int64_t c = 0; c < Cg; ++c) a[c] += go * load(wr[c]);
           }
-        }
+        });
         T* out = dx + ((n * s.H + hi) * s.W + wi) * s.C;
         for (int64_t c = 0; c < s.C; ++c) out[c] = store<T>(acc[static_cast<size_t>(c)]);
       }
@@ -99,17 +83,11 @@ void conv2d_backward_weight_direct(const ConvShape& s, const T* x, const T* dy, 
             const acc_t<T> go = load(dy[((n * Ho + ho) * Wo + wo) * s.O + o]);
             bias += go;
             if (go == 0) continue;
-            for (int64_t kh = 0; kh < s.KH; ++kh) {
-              const int64_t hi = ho * s.stride_h - s.pad_h + kh * s.dil_h;
-              if (hi < 0 || hi >= s.H) continue;
-              for (int64_t kw = 0; kw < s.KW; ++kw) {
-                const int64_t wi = wo * s.stride_w - s.pad_w + kw * s.dil_w;
-                if (wi < 0 || wi >= s.W) continue;
-                const T* xr = x + ((n * s.H + hi) * s.W + wi) * s.C + g * Cg;
-                acc_t<T>* a = acc.data() + (kh * s.KW + kw) * Cg;
-                for (int64_t c = 0; c < Cg; ++c) a[c] += go * load(xr[c]);
-              }
-            }
+            for_each_input_tap(s, ho, wo, [&](int64_t kh, int64_t kw, int64_t hi, int64_t wi) {
+              const T* xr = x + ((n * s.H + hi) * s.W + wi) * s.C + g * Cg;
+              acc_t<T>* a = acc.data() + (kh * s.KW + kw) * Cg;
+              for (int64_t c = 0; c < Cg; ++c) a[c] += go * load(xr[c]);
+            });
           }
       if (dw)
         for (int64_t i = 0; i < taps; ++i) dw[o * taps + i] = store<T>(acc[static_cast<size_t>(i)]);

@@ -267,20 +267,10 @@ void conv2d_backward_data_gemm(const ConvShape& s, const float* w, const float* 
           for (int64_t wi = 0; wi < s.W; ++wi) {
             float* out = dx + ((n * s.H + h) * s.W + wi) * s.C + g * Cg;
             std::fill(out, out + Cg, 0.0f);
-            for (int64_t kh = 0; kh < s.KH; ++kh) {
-              const int64_t hn = h + s.pad_h - kh * s.dil_h;
-              if (hn < 0 || hn % s.stride_h) continue;
-              const int64_t ho = hn / s.stride_h;
-              if (ho >= Ho) continue;
-              for (int64_t kw = 0; kw < s.KW; ++kw) {
-                const int64_t wn = wi + s.pad_w - kw * s.dil_w;
-                if (wn < 0 || wn % s.stride_w) continue;
-                const int64_t wo = wn / s.stride_w;
-                if (wo >= Wo) continue;
-                const float* src = dcols.data() + (ho * Wo + wo) * Kc + (kh * s.KW + kw) * Cg;
-                for (int64_t c = 0; c < Cg; ++c) out[c] += src[c];
-              }
-            }
+            for_each_output_reading(s, h, wi, [&](int64_t kh, int64_t kw, int64_t ho, int64_t wo) {
+              const float* src = dcols.data() + (ho * Wo + wo) * Kc + (kh * s.KW + kw) * Cg;
+              for (int64_t c = 0; c < Cg; ++c) out[c] += src[c];
+            });
           }
       });
     }
