@@ -32,8 +32,14 @@ class Dice {
   bool chance(float p) { return rng_.uniform() < p; }
   int below(int n) { return static_cast<int>(rng_.below(static_cast<uint32_t>(n))); }
   uint32_t seed32() { return rng_.next_u32(); }
-  // Any saturated colour: things share this distribution, so colour never identifies their class.
+  // Any saturated colour (clutter).
   Colour any_colour() { return hsv(uniform(0, 360), uniform(0.35f, 1.0f), uniform(0.35f, 1.0f)); }
+  // An object's main colour: each thing class prefers a 180-degree hue window centred on its own hue
+  // (ball 0, box 72, sign 144, ring 216, kite 288), so every hue is shared by two or three classes:
+  // colour is a hint, as in real scenes, never the answer.
+  Colour thing_colour(int thing) {
+    return hsv(72.0f * thing + uniform(-90, 90), uniform(0.35f, 1.0f), uniform(0.35f, 1.0f));
+  }
   // A second colour that differs clearly in brightness from `c` (stripes, borders, checks).
   Colour contrasting(const Colour& c) {
     Colour d = hsv(uniform(0, 360), uniform(0.2f, 1.0f), uniform(0.2f, 1.0f));
@@ -93,13 +99,13 @@ class SceneRenderer {
     paint_sky();
     paint_ground();
     if (dice_.chance(0.75f))
-      for (int n = 1 + dice_.below(4); n > 0; --n) paint_building();
+      for (int n = 1 + dice_.below(3); n > 0; --n) paint_building();
     if (dice_.chance(0.6f)) paint_road();
-    const int trees = dice_.below(4);
+    const int trees = dice_.below(3);
     for (int n = 0; n < trees; ++n) paint_tree();
     // Things and unlabeled clutter in a random interleaved order, so either may occlude the other.
     std::vector<int> layers;
-    for (int n = 2 + dice_.below(4); n > 0; --n) layers.push_back(ball + dice_.below(5));
+    for (int n = 3 + dice_.below(4); n > 0; --n) layers.push_back(ball + dice_.below(5));
     for (int n = dice_.chance(0.6f) ? 1 + dice_.below(3) : 0; n > 0; --n) layers.push_back(unlabeled);
     for (size_t i = layers.size(); i > 1; --i) std::swap(layers[i - 1], layers[dice_.below(static_cast<int>(i))]);
     for (int layer : layers) paint_layer(layer);
@@ -251,7 +257,7 @@ class SceneRenderer {
     const float aspect = dice_.log_uniform(0.5f, 2.0f);
     const Vec2 c{dice_.uniform(0.05f, 0.95f) * w_, dice_.uniform(0.05f, 0.95f) * h_};
     const float long_half = 0.5f * size * std::sqrt(aspect), short_half = 0.5f * size / std::sqrt(aspect);
-    const Colour c1 = dice_.any_colour();
+    const Colour c1 = layer == unlabeled ? dice_.any_colour() : dice_.thing_colour(layer - ball);
     const Colour c2 = dice_.contrasting(c1);
     const uint32_t seed = dice_.seed32();
     switch (layer) {

@@ -124,7 +124,7 @@ TEST_CASE("colour alone does not solve the task") {
     miou += iou / num_class;
     if (c >= 6) things += iou / (num_class - 5);
   }
-  MESSAGE("colour-only classifier: mIoU ", miou, ", mean IoU of the 5 colour-randomised things ", things);
+  MESSAGE("colour-only classifier: mIoU ", miou, ", mean IoU of the 5 object classes ", things);
   CHECK(miou < 0.45);
   CHECK(things < 0.2);
 }
