@@ -4,6 +4,7 @@
 #include <cmath>
 #include <functional>
 
+#include "core/error.h"
 #include "core/rng.h"
 #include "data/synth_canvas.h"
 #include "data/synth_texture.h"
@@ -88,8 +89,8 @@ struct Annulus {
 
 class SceneRenderer {
  public:
-  SceneRenderer(uint64_t seed, uint64_t stream, int width, int height)
-      : dice_(seed, stream), canvas_(width, height), w_(float(width)), h_(float(height)),
+  SceneRenderer(uint64_t seed, uint64_t stream, int width, int height, int num_class)
+      : num_objects_(num_class - (ball - 1)), dice_(seed, stream), canvas_(width, height), w_(float(width)), h_(float(height)),
         s_(float(std::min(width, height))) {
     horizon_ = h_ * dice_.uniform(0.25f, 0.6f);
     tilt_ = dice_.uniform(-0.1f, 0.1f);
@@ -101,11 +102,11 @@ class SceneRenderer {
     if (dice_.chance(0.75f))
       for (int n = 1 + dice_.below(3); n > 0; --n) paint_building();
     if (dice_.chance(0.6f)) paint_road();
-    const int trees = dice_.below(3);
+    const int trees = dice_.below(4);
     for (int n = 0; n < trees; ++n) paint_tree();
     // Things and unlabeled clutter in a random interleaved order, so either may occlude the other.
     std::vector<int> layers;
-    for (int n = 3 + dice_.below(4); n > 0; --n) layers.push_back(ball + dice_.below(5));
+    for (int n = 3 + dice_.below(4); n > 0; --n) layers.push_back(ball + dice_.below(num_objects_));
     for (int n = dice_.chance(0.6f) ? 1 + dice_.below(3) : 0; n > 0; --n) layers.push_back(unlabeled);
     for (size_t i = layers.size(); i > 1; --i) std::swap(layers[i - 1], layers[dice_.below(static_cast<int>(i))]);
     for (int layer : layers) paint_layer(layer);
@@ -225,7 +226,7 @@ class SceneRenderer {
     const float bx = dice_.uniform(0, w_);
     const float by = dice_.uniform(horizon_at(bx), h_ * 1.05f);
     const float depth = std::clamp((by - horizon_) / std::max(1.0f, h_ - horizon_), 0.3f, 1.2f);
-    const float radius = s_ * dice_.uniform(0.1f, 0.22f) * (0.5f + 0.7f * depth);
+    const float radius = s_ * dice_.uniform(0.12f, 0.25f) * (0.5f + 0.7f * depth);
     const float trunk_h = radius * dice_.uniform(0.6f, 1.2f);
     const float trunk_w = radius * dice_.uniform(0.18f, 0.3f);
     const Box trunk{Frame({bx, by - 0.5f * trunk_h}, 0.0f), 0.5f * trunk_w, 0.5f * trunk_h + 1.0f};
@@ -297,9 +298,13 @@ class SceneRenderer {
         Polygon shape;
         for (float a : {-0.5f * kPi, kPi / 6, 5 * kPi / 6})
           shape.points.push_back(f.world(r * std::cos(a) * stretch, r * std::sin(a) / stretch));
-        const float border = r * dice_.uniform(0.15f, 0.25f);
+        // Polka dots on a grid that turns with the sign.
+        const float grid = dice_.uniform(6, 10), dot = grid * dice_.uniform(0.25f, 0.35f);
         canvas_.paint(shape, sign, [&](float x, float y) {
-          return offset(shape.edge_distance(x, y) < border ? c2 : c1, (white_noise(int(x), int(y), seed) - 0.5f) * 8.0f);
+          const Vec2 p = f.local(x, y);
+          const float du = p.x - (std::floor(p.x / grid) + 0.5f) * grid;
+          const float dv = p.y - (std::floor(p.y / grid) + 0.5f) * grid;
+          return offset(du * du + dv * dv < dot * dot ? c2 : c1, (white_noise(int(x), int(y), seed) - 0.5f) * 8.0f);
         });
         break;
       }
@@ -319,7 +324,7 @@ class SceneRenderer {
         const Frame f(c, dice_.uniform(-0.4f, 0.4f));
         const float a = long_half, b = short_half;
         const Polygon shape{{f.world(0, -a), f.world(b, 0), f.world(0, a), f.world(-b, 0)}};
-        const float cell = dice_.uniform(4, 8);
+        const float cell = dice_.uniform(5, 9);
         canvas_.paint(shape, kite, [&](float x, float y) {
           const Vec2 p = f.local(x, y);
           const int i = int(std::floor((p.x + p.y) / cell)), j = int(std::floor((p.x - p.y) / cell));
@@ -369,6 +374,7 @@ class SceneRenderer {
     });
   }
 
+  int num_objects_;  // object classes in use: ball .. ball + num_objects_ - 1
   Dice dice_;
   Canvas canvas_;
   float w_, h_, s_;
@@ -386,15 +392,17 @@ const std::vector<SynthClass>& synth_classes() {
       {"tree", false, {4, 200, 3}, "round lumpy canopy on a trunk; blotchy leaf texture"},
       {"ball", false, {255, 200, 0}, "ellipse; smooth 3-D shading with a highlight"},
       {"box", false, {0, 102, 200}, "rotated rectangle; parallel two-colour stripes"},
-      {"sign", false, {255, 0, 0}, "triangle, up or down; flat fill inside a thick contrasting border"},
+      {"sign", false, {255, 0, 0}, "triangle, up or down; polka dots"},
       {"ring", false, {255, 0, 255}, "elliptical annulus (the hole shows the background); radial tread like a tyre"},
       {"kite", false, {0, 255, 255}, "rhombus; diagonal checkerboard"},
   };
   return classes;
 }
 
-Scene render_scene(uint64_t seed, uint64_t stream, int width, int height) {
-  return SceneRenderer(seed, stream, width, height).render();
+Scene render_scene(uint64_t seed, uint64_t stream, int width, int height, int num_class) {
+  SEG_CHECK(num_class >= kMinSynthClasses && num_class <= synth_num_class(), usage, "the synthetic dataset has ",
+            kMinSynthClasses, "..", synth_num_class(), " classes, not ", num_class);
+  return SceneRenderer(seed, stream, width, height, num_class).render();
 }
 
 }  // namespace seg::data::synth
