@@ -116,6 +116,9 @@ class SceneRenderer {
 
  private:
   float horizon_at(float x) const { return horizon_ + tilt_ * (x - 0.5f * w_); }
+  // Texture periods are given for a 160-pixel short side and scale with the image, so stripes, checks
+  // and windows keep their size relative to the objects at any --size.
+  float px(float at_160) const { return at_160 * s_ / 160.0f; }
 
   // ---- stuff ----
   void paint_sky() {
@@ -158,7 +161,7 @@ class SceneRenderer {
       case 1: base = hsv(dice_.uniform(20, 45), dice_.uniform(0.3f, 0.6f), dice_.uniform(0.3f, 0.55f)); break;
       default: base = hsv(dice_.uniform(0, 360), dice_.uniform(0.0f, 0.15f), dice_.uniform(0.35f, 0.6f));
     }
-    const float cell = dice_.uniform(5, 12);
+    const float cell = px(dice_.uniform(5, 12));
     const float grain = dice_.uniform(35, 60);
     const uint32_t seed = dice_.seed32();
     canvas_.paint_region(
@@ -180,7 +183,7 @@ class SceneRenderer {
     const Colour wall = hsv(dice_.uniform(0, 360), dice_.uniform(0.05f, 0.35f), dice_.uniform(0.3f, 0.85f));
     const Colour glass = hsv(dice_.uniform(190, 240), dice_.uniform(0.1f, 0.4f), dice_.uniform(0.1f, 0.3f));
     const Colour lit = hsv(dice_.uniform(40, 60), dice_.uniform(0.3f, 0.6f), dice_.uniform(0.75f, 0.95f));
-    const float cell_w = dice_.uniform(7, 13), cell_h = dice_.uniform(9, 15);
+    const float cell_w = px(dice_.uniform(7, 13)), cell_h = px(dice_.uniform(9, 15));
     const float fill_w = dice_.uniform(0.4f, 0.7f), fill_h = dice_.uniform(0.45f, 0.7f);
     const uint32_t seed = dice_.seed32();
     canvas_.paint(shape, building, [&](float x, float y) {
@@ -241,7 +244,7 @@ class SceneRenderer {
     const Colour leaves = dice_.chance(0.75f)
                               ? hsv(dice_.uniform(80, 140), dice_.uniform(0.4f, 0.8f), dice_.uniform(0.3f, 0.6f))
                               : hsv(dice_.uniform(10, 45), dice_.uniform(0.5f, 0.85f), dice_.uniform(0.4f, 0.75f));
-    const float leaf = dice_.uniform(2.5f, 4.5f);
+    const float leaf = px(dice_.uniform(2.5f, 4.5f));
     const uint32_t seed = dice_.seed32();
     canvas_.paint(trunk, tree, [&](float x, float y) {
       return scale(bark, 0.7f + 0.6f * value_noise(x * 3.0f, y * 0.3f, 4.0f, seed));  // vertical bark streaks
@@ -282,7 +285,7 @@ class SceneRenderer {
       }
       case box: {
         const Box shape{Frame(c, dice_.uniform(-0.5f * kPi, 0.5f * kPi)), long_half, short_half};
-        const float period = dice_.uniform(5, 10);
+        const float period = px(dice_.uniform(6, 11));
         const bool across = dice_.chance(0.5f);
         canvas_.paint(shape, box, [&](float x, float y) {
           const Vec2 p = shape.frame.local(x, y);
@@ -294,12 +297,12 @@ class SceneRenderer {
       }
       case sign: {
         const Frame f(c, dice_.uniform(-0.25f, 0.25f) + (dice_.chance(0.3f) ? kPi : 0.0f));
-        const float r = 0.6f * size, stretch = std::clamp(aspect, 0.75f, 1.33f);
+        const float r = 0.75f * size, stretch = std::clamp(aspect, 0.75f, 1.33f);
         Polygon shape;
         for (float a : {-0.5f * kPi, kPi / 6, 5 * kPi / 6})
           shape.points.push_back(f.world(r * std::cos(a) * stretch, r * std::sin(a) / stretch));
         // Polka dots on a grid that turns with the sign.
-        const float grid = dice_.uniform(6, 10), dot = grid * dice_.uniform(0.25f, 0.35f);
+        const float grid = px(dice_.uniform(8, 12)), dot = grid * dice_.uniform(0.3f, 0.4f);
         canvas_.paint(shape, sign, [&](float x, float y) {
           const Vec2 p = f.local(x, y);
           const float du = p.x - (std::floor(p.x / grid) + 0.5f) * grid;
@@ -322,9 +325,9 @@ class SceneRenderer {
       }
       case kite: {
         const Frame f(c, dice_.uniform(-0.4f, 0.4f));
-        const float a = long_half, b = short_half;
+        const float a = 1.2f * long_half, b = 1.2f * short_half;
         const Polygon shape{{f.world(0, -a), f.world(b, 0), f.world(0, a), f.world(-b, 0)}};
-        const float cell = dice_.uniform(5, 9);
+        const float cell = px(dice_.uniform(5, 9));
         canvas_.paint(shape, kite, [&](float x, float y) {
           const Vec2 p = f.local(x, y);
           const int i = int(std::floor((p.x + p.y) / cell)), j = int(std::floor((p.x - p.y) / cell));
@@ -348,7 +351,7 @@ class SceneRenderer {
       blob.points.push_back({c.x + r * std::cos(a), c.y + r * std::sin(a)});
     }
     const int texture = dice_.below(3);
-    const float cell = dice_.uniform(3, 10);
+    const float cell = px(dice_.uniform(3, 10));
     canvas_.paint(blob, unlabeled, [&](float x, float y) {
       switch (texture) {
         case 0: return offset(c1, (white_noise(int(x), int(y), seed) - 0.5f) * 20.0f);
