@@ -39,7 +39,7 @@ std::string sample_name(SynthSplit split, int64_t index) {
 }
 
 nlohmann::json manifest_of(const SynthOptions& o) {
-  return {{"generator", kGeneratorVersion}, {"num_class", synth::synth_num_class()},
+  return {{"generator", kGeneratorVersion}, {"num_class", o.num_class},
           {"seed", o.seed},                 {"num_train", o.num_train},
           {"num_val", o.num_val},           {"min_long_side", o.min_long_side},
           {"max_long_side", o.max_long_side}, {"min_aspect", o.min_aspect},
@@ -70,6 +70,8 @@ void SynthOptions::validate() const {
   if (!(portrait_fraction >= 0.0 && portrait_fraction <= 1.0)) throw bad("--portrait", "must be within 0..1");
   if (jpeg_quality < 1 || jpeg_quality > 100) throw bad("--quality", "must be 1..100");
   if (threads < 0) throw bad("--threads", "must be 0 (all) or more");
+  if (num_class < synth::kMinSynthClasses || num_class > synth::synth_num_class())
+    throw bad("--classes", str("must be ", synth::kMinSynthClasses, "..", synth::synth_num_class(), ", got ", num_class));
 }
 
 synth::Scene render_synth_sample(const SynthOptions& o, SynthSplit split, int64_t index) {
@@ -80,13 +82,13 @@ synth::Scene render_synth_sample(const SynthOptions& o, SynthSplit split, int64_
   const bool portrait = rng.uniform_f64() < o.portrait_fraction;
   const int width = portrait ? short_side : long_side;
   const int height = portrait ? long_side : short_side;
-  return synth::render_scene(o.seed, scene_stream(split, index), width, height);
+  return synth::render_scene(o.seed, scene_stream(split, index), width, height, o.num_class);
 }
 
 SynthReport generate_synthetic_dataset(const SynthOptions& o, const std::function<void(int64_t, int64_t)>& progress) {
   o.validate();
   const auto t0 = std::chrono::steady_clock::now();
-  const int num_class = synth::synth_num_class();
+  const int num_class = o.num_class;
   const std::string root = o.out_dir;
   const std::string manifest_path = join_path(root, "synth.json");
   std::filesystem::remove(manifest_path);  // an interrupted run must not look complete

@@ -5,11 +5,12 @@
 //   out_dir/annotations/training/synth_train_00000001.png  8-bit labels, 0 = unlabeled, 1..10
 //   out_dir/images/validation/..., out_dir/annotations/validation/...
 //   out_dir/training.odgt, out_dir/validation.odgt          lists, paths relative to out_dir
-//   out_dir/object10_info.csv, out_dir/color10.csv          class names and palette (ADE's formats)
+//   out_dir/object10_info.csv, out_dir/color10.csv          class names and palette (ADE's formats;
+//                                                           the number is num_class)
 //   out_dir/synth.json                                      the options; written last = complete
 //
-// Its own num_class (10, see data/synth_scene.h), never padded with unused ADE ids: mIoU averages
-// over all classes. Image sizes vary (long side min_long_side..max_long_side, long/short aspect
+// Its own num_class (10 by default, see data/synth_scene.h), never padded with unused ADE ids: mIoU
+// averages over all classes. Image sizes vary (long side min_long_side..max_long_side, long/short aspect
 // min_aspect..max_aspect), a portrait_fraction of them portrait. Image i of a split is a pure
 // function of (seed, split, i): the same options give the same files, whatever the thread count.
 #pragma once
@@ -35,6 +36,7 @@ struct SynthOptions {
   double portrait_fraction = 0.3;
   int jpeg_quality = 90;
   int threads = 0;  // 0 = hardware threads
+  int num_class = 10;  // 6..10: the first classes of data/synth_scene.h (fewer object kinds = easier)
 
   void validate() const;  // Error(usage) naming the option
 };

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <functional>
 
+#include "core/error.h"
 #include "core/rng.h"
 #include "data/synth_canvas.h"
 #include "data/synth_texture.h"
@@ -32,8 +33,14 @@ class Dice {
   bool chance(float p) { return rng_.uniform() < p; }
   int below(int n) { return static_cast<int>(rng_.below(static_cast<uint32_t>(n))); }
   uint32_t seed32() { return rng_.next_u32(); }
-  // Any saturated colour: things share this distribution, so colour never identifies their class.
+  // Any saturated colour (clutter).
   Colour any_colour() { return hsv(uniform(0, 360), uniform(0.35f, 1.0f), uniform(0.35f, 1.0f)); }
+  // An object's main colour: each thing class prefers a 180-degree hue window centred on its own hue
+  // (ball 0, box 72, sign 144, ring 216, kite 288), so every hue is shared by two or three classes:
+  // colour is a hint, as in real scenes, never the answer.
+  Colour thing_colour(int thing) {
+    return hsv(72.0f * thing + uniform(-90, 90), uniform(0.35f, 1.0f), uniform(0.35f, 1.0f));
+  }
   // A second colour that differs clearly in brightness from `c` (stripes, borders, checks).
   Colour contrasting(const Colour& c) {
     Colour d = hsv(uniform(0, 360), uniform(0.2f, 1.0f), uniform(0.2f, 1.0f));
@@ -82,8 +89,8 @@ struct Annulus {
 
 class SceneRenderer {
  public:
-  SceneRenderer(uint64_t seed, uint64_t stream, int width, int height)
-      : dice_(seed, stream), canvas_(width, height), w_(float(width)), h_(float(height)),
+  SceneRenderer(uint64_t seed, uint64_t stream, int width, int height, int num_class)
+      : num_objects_(num_class - (ball - 1)), dice_(seed, stream), canvas_(width, height), w_(float(width)), h_(float(height)),
         s_(float(std::min(width, height))) {
     horizon_ = h_ * dice_.uniform(0.25f, 0.6f);
     tilt_ = dice_.uniform(-0.1f, 0.1f);
@@ -93,13 +100,13 @@ class SceneRenderer {
     paint_sky();
     paint_ground();
     if (dice_.chance(0.75f))
-      for (int n = 1 + dice_.below(4); n > 0; --n) paint_building();
+      for (int n = 1 + dice_.below(3); n > 0; --n) paint_building();
     if (dice_.chance(0.6f)) paint_road();
     const int trees = dice_.below(4);
     for (int n = 0; n < trees; ++n) paint_tree();
     // Things and unlabeled clutter in a random interleaved order, so either may occlude the other.
     std::vector<int> layers;
-    for (int n = 2 + dice_.below(4); n > 0; --n) layers.push_back(ball + dice_.below(5));
+    for (int n = 3 + dice_.below(4); n > 0; --n) layers.push_back(ball + dice_.below(num_objects_));
     for (int n = dice_.chance(0.6f) ? 1 + dice_.below(3) : 0; n > 0; --n) layers.push_back(unlabeled);
     for (size_t i = layers.size(); i > 1; --i) std::swap(layers[i - 1], layers[dice_.below(static_cast<int>(i))]);
     for (int layer : layers) paint_layer(layer);
@@ -109,6 +116,9 @@ class SceneRenderer {
 
  private:
   float horizon_at(float x) const { return horizon_ + tilt_ * (x - 0.5f * w_); }
+  // Texture periods are given for a 160-pixel short side and scale with the image, so stripes, checks
+  // and windows keep their size relative to the objects at any --size.
+  float px(float at_160) const { return at_160 * s_ / 160.0f; }
 
   // ---- stuff ----
   void paint_sky() {
@@ -151,7 +161,7 @@ class SceneRenderer {
       case 1: base = hsv(dice_.uniform(20, 45), dice_.uniform(0.3f, 0.6f), dice_.uniform(0.3f, 0.55f)); break;
       default: base = hsv(dice_.uniform(0, 360), dice_.uniform(0.0f, 0.15f), dice_.uniform(0.35f, 0.6f));
     }
-    const float cell = dice_.uniform(5, 12);
+    const float cell = px(dice_.uniform(5, 12));
     const float grain = dice_.uniform(35, 60);
     const uint32_t seed = dice_.seed32();
     canvas_.paint_region(
@@ -173,7 +183,7 @@ class SceneRenderer {
     const Colour wall = hsv(dice_.uniform(0, 360), dice_.uniform(0.05f, 0.35f), dice_.uniform(0.3f, 0.85f));
     const Colour glass = hsv(dice_.uniform(190, 240), dice_.uniform(0.1f, 0.4f), dice_.uniform(0.1f, 0.3f));
     const Colour lit = hsv(dice_.uniform(40, 60), dice_.uniform(0.3f, 0.6f), dice_.uniform(0.75f, 0.95f));
-    const float cell_w = dice_.uniform(7, 13), cell_h = dice_.uniform(9, 15);
+    const float cell_w = px(dice_.uniform(7, 13)), cell_h = px(dice_.uniform(9, 15));
     const float fill_w = dice_.uniform(0.4f, 0.7f), fill_h = dice_.uniform(0.45f, 0.7f);
     const uint32_t seed = dice_.seed32();
     canvas_.paint(shape, building, [&](float x, float y) {
@@ -219,7 +229,7 @@ class SceneRenderer {
     const float bx = dice_.uniform(0, w_);
     const float by = dice_.uniform(horizon_at(bx), h_ * 1.05f);
     const float depth = std::clamp((by - horizon_) / std::max(1.0f, h_ - horizon_), 0.3f, 1.2f);
-    const float radius = s_ * dice_.uniform(0.1f, 0.22f) * (0.5f + 0.7f * depth);
+    const float radius = s_ * dice_.uniform(0.12f, 0.25f) * (0.5f + 0.7f * depth);
     const float trunk_h = radius * dice_.uniform(0.6f, 1.2f);
     const float trunk_w = radius * dice_.uniform(0.18f, 0.3f);
     const Box trunk{Frame({bx, by - 0.5f * trunk_h}, 0.0f), 0.5f * trunk_w, 0.5f * trunk_h + 1.0f};
@@ -234,7 +244,7 @@ class SceneRenderer {
     const Colour leaves = dice_.chance(0.75f)
                               ? hsv(dice_.uniform(80, 140), dice_.uniform(0.4f, 0.8f), dice_.uniform(0.3f, 0.6f))
                               : hsv(dice_.uniform(10, 45), dice_.uniform(0.5f, 0.85f), dice_.uniform(0.4f, 0.75f));
-    const float leaf = dice_.uniform(2.5f, 4.5f);
+    const float leaf = px(dice_.uniform(2.5f, 4.5f));
     const uint32_t seed = dice_.seed32();
     canvas_.paint(trunk, tree, [&](float x, float y) {
       return scale(bark, 0.7f + 0.6f * value_noise(x * 3.0f, y * 0.3f, 4.0f, seed));  // vertical bark streaks
@@ -251,7 +261,7 @@ class SceneRenderer {
     const float aspect = dice_.log_uniform(0.5f, 2.0f);
     const Vec2 c{dice_.uniform(0.05f, 0.95f) * w_, dice_.uniform(0.05f, 0.95f) * h_};
     const float long_half = 0.5f * size * std::sqrt(aspect), short_half = 0.5f * size / std::sqrt(aspect);
-    const Colour c1 = dice_.any_colour();
+    const Colour c1 = layer == unlabeled ? dice_.any_colour() : dice_.thing_colour(layer - ball);
     const Colour c2 = dice_.contrasting(c1);
     const uint32_t seed = dice_.seed32();
     switch (layer) {
@@ -275,7 +285,7 @@ class SceneRenderer {
       }
       case box: {
         const Box shape{Frame(c, dice_.uniform(-0.5f * kPi, 0.5f * kPi)), long_half, short_half};
-        const float period = dice_.uniform(5, 10);
+        const float period = px(dice_.uniform(6, 11));
         const bool across = dice_.chance(0.5f);
         canvas_.paint(shape, box, [&](float x, float y) {
           const Vec2 p = shape.frame.local(x, y);
@@ -287,13 +297,17 @@ class SceneRenderer {
       }
       case sign: {
         const Frame f(c, dice_.uniform(-0.25f, 0.25f) + (dice_.chance(0.3f) ? kPi : 0.0f));
-        const float r = 0.6f * size, stretch = std::clamp(aspect, 0.75f, 1.33f);
+        const float r = 0.75f * size, stretch = std::clamp(aspect, 0.75f, 1.33f);
         Polygon shape;
         for (float a : {-0.5f * kPi, kPi / 6, 5 * kPi / 6})
           shape.points.push_back(f.world(r * std::cos(a) * stretch, r * std::sin(a) / stretch));
-        const float border = r * dice_.uniform(0.15f, 0.25f);
+        // Polka dots on a grid that turns with the sign.
+        const float grid = px(dice_.uniform(8, 12)), dot = grid * dice_.uniform(0.3f, 0.4f);
         canvas_.paint(shape, sign, [&](float x, float y) {
-          return offset(shape.edge_distance(x, y) < border ? c2 : c1, (white_noise(int(x), int(y), seed) - 0.5f) * 8.0f);
+          const Vec2 p = f.local(x, y);
+          const float du = p.x - (std::floor(p.x / grid) + 0.5f) * grid;
+          const float dv = p.y - (std::floor(p.y / grid) + 0.5f) * grid;
+          return offset(du * du + dv * dv < dot * dot ? c2 : c1, (white_noise(int(x), int(y), seed) - 0.5f) * 8.0f);
         });
         break;
       }
@@ -311,9 +325,9 @@ class SceneRenderer {
       }
       case kite: {
         const Frame f(c, dice_.uniform(-0.4f, 0.4f));
-        const float a = long_half, b = short_half;
+        const float a = 1.2f * long_half, b = 1.2f * short_half;
         const Polygon shape{{f.world(0, -a), f.world(b, 0), f.world(0, a), f.world(-b, 0)}};
-        const float cell = dice_.uniform(4, 8);
+        const float cell = px(dice_.uniform(5, 9));
         canvas_.paint(shape, kite, [&](float x, float y) {
           const Vec2 p = f.local(x, y);
           const int i = int(std::floor((p.x + p.y) / cell)), j = int(std::floor((p.x - p.y) / cell));
@@ -337,7 +351,7 @@ class SceneRenderer {
       blob.points.push_back({c.x + r * std::cos(a), c.y + r * std::sin(a)});
     }
     const int texture = dice_.below(3);
-    const float cell = dice_.uniform(3, 10);
+    const float cell = px(dice_.uniform(3, 10));
     canvas_.paint(blob, unlabeled, [&](float x, float y) {
       switch (texture) {
         case 0: return offset(c1, (white_noise(int(x), int(y), seed) - 0.5f) * 20.0f);
@@ -363,6 +377,7 @@ class SceneRenderer {
     });
   }
 
+  int num_objects_;  // object classes in use: ball .. ball + num_objects_ - 1
   Dice dice_;
   Canvas canvas_;
   float w_, h_, s_;
@@ -380,15 +395,17 @@ const std::vector<SynthClass>& synth_classes() {
       {"tree", false, {4, 200, 3}, "round lumpy canopy on a trunk; blotchy leaf texture"},
       {"ball", false, {255, 200, 0}, "ellipse; smooth 3-D shading with a highlight"},
       {"box", false, {0, 102, 200}, "rotated rectangle; parallel two-colour stripes"},
-      {"sign", false, {255, 0, 0}, "triangle, up or down; flat fill inside a thick contrasting border"},
+      {"sign", false, {255, 0, 0}, "triangle, up or down; polka dots"},
       {"ring", false, {255, 0, 255}, "elliptical annulus (the hole shows the background); radial tread like a tyre"},
       {"kite", false, {0, 255, 255}, "rhombus; diagonal checkerboard"},
   };
   return classes;
 }
 
-Scene render_scene(uint64_t seed, uint64_t stream, int width, int height) {
-  return SceneRenderer(seed, stream, width, height).render();
+Scene render_scene(uint64_t seed, uint64_t stream, int width, int height, int num_class) {
+  SEG_CHECK(num_class >= kMinSynthClasses && num_class <= synth_num_class(), usage, "the synthetic dataset has ",
+            kMinSynthClasses, "..", synth_num_class(), " classes, not ", num_class);
+  return SceneRenderer(seed, stream, width, height, num_class).render();
 }
 
 }  // namespace seg::data::synth

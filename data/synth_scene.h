@@ -10,7 +10,7 @@
 //    5    tree      thing  round lumpy canopy on a trunk; blotchy leaf texture
 //    6    ball      thing  ellipse; smooth 3-D shading with a highlight
 //    7    box       thing  rotated rectangle; parallel two-colour stripes
-//    8    sign      thing  triangle (up or down); flat fill inside a thick contrasting border
+//    8    sign      thing  triangle (up or down); polka dots
 //    9    ring      thing  elliptical annulus (the hole shows what is behind); radial tread like a tyre
 //   10    kite      thing  rhombus; diagonal checkerboard
 //    0    unlabeled        "clutter" blobs with random textures, and nothing else
@@ -35,7 +35,7 @@ struct SynthClass {
   const char* looks;  // one line for the docs and --help
 };
 
-// The classes in label order (label value = position + 1).
+// All classes in label order (label value = position + 1).
 const std::vector<SynthClass>& synth_classes();
 inline int synth_num_class() { return static_cast<int>(synth_classes().size()); }
 
@@ -44,6 +44,9 @@ struct Scene {
   Image label;  // 1 channel: 0 = unlabeled, 1..synth_num_class()
 };
 
-Scene render_scene(uint64_t seed, uint64_t stream, int width, int height);
+// The first num_class classes (kMinSynthClasses..10): fewer classes means fewer object kinds
+// (ball, box, sign, ring, kite are dropped from the end), for an easier task.
+constexpr int kMinSynthClasses = 6;
+Scene render_scene(uint64_t seed, uint64_t stream, int width, int height, int num_class = 10);
 
 }  // namespace seg::data::synth

@@ -52,12 +52,12 @@ const char* kCheckUsage =
     "  segtrain data check ./data/training.odgt --root ./data/ --num-class 150 --classes data/ade20k/object150_info.csv\n";
 
 const char* kSynthUsage =
-    "usage: segtrain data synth [--out DIR] [--train N] [--val N] [--seed S] [--size MIN-MAX]\n"
-    "                           [--aspect MIN-MAX] [--portrait F] [--quality Q] [--threads N]\n"
+    "usage: segtrain data synth [--out DIR] [--train N] [--val N] [--seed S] [--classes N]\n"
+    "                           [--size MIN-MAX] [--aspect MIN-MAX] [--portrait F] [--quality Q] [--threads N]\n"
     "\n"
     "Writes a synthetic semantic-segmentation dataset in ADE20K's format: JPEG images, 8-bit label\n"
     "PNGs (0 = unlabeled), training.odgt and validation.odgt (paths relative to DIR, so use\n"
-    "DATASET.root_dataset DIR), object10_info.csv and color10.csv. The same options always give the\n"
+    "DATASET.root_dataset DIR), object<N>_info.csv and color<N>.csv. The same options always give the\n"
     "same files. Classes (told apart by shape and texture; colours overlap on purpose):\n"
     "%s"
     "\n"
@@ -66,6 +66,7 @@ const char* kSynthUsage =
     "  --train N        training images (default: 2000)\n"
     "  --val N          validation images (default: 200)\n"
     "  --seed S         generator seed (default: 1)\n"
+    "  --classes N      use the first N classes, 6..10 (default: 10; fewer object kinds = easier)\n"
     "  --size MIN-MAX   long side in pixels (default: 160-256)\n"
     "  --aspect MIN-MAX long side / short side (default: 1.1-1.6)\n"
     "  --portrait F     fraction of portrait images (default: 0.3)\n"
@@ -200,7 +201,8 @@ int data_synth(const Args& args) {
     return 0;
   }
   const Parsed p = parse(args,
-                         {"--out", "--train", "--val", "--seed", "--size", "--aspect", "--portrait", "--quality", "--threads"},
+                         {"--out", "--train", "--val", "--seed", "--classes", "--size", "--aspect", "--portrait", "--quality",
+                          "--threads"},
                          "segtrain data synth");
   if (!p.positional.empty())
     throw Error(ErrorKind::usage, str("unexpected argument '", p.positional[0], "'")).hint("see segtrain data synth --help");
@@ -210,6 +212,7 @@ int data_synth(const Args& args) {
   if (!get("--train").empty()) o.num_train = to_int(get("--train"), "--train");
   if (!get("--val").empty()) o.num_val = to_int(get("--val"), "--val");
   if (!get("--seed").empty()) o.seed = static_cast<uint64_t>(to_int(get("--seed"), "--seed"));
+  if (!get("--classes").empty()) o.num_class = static_cast<int>(to_int(get("--classes"), "--classes"));
   if (!get("--size").empty()) {
     const auto [lo, hi] = to_range(get("--size"), "--size");
     o.min_long_side = static_cast<int>(lo);

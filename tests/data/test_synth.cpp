@@ -124,7 +124,7 @@ TEST_CASE("colour alone does not solve the task") {
     miou += iou / num_class;
     if (c >= 6) things += iou / (num_class - 5);
   }
-  MESSAGE("colour-only classifier: mIoU ", miou, ", mean IoU of the 5 colour-randomised things ", things);
+  MESSAGE("colour-only classifier: mIoU ", miou, ", mean IoU of the 5 object classes ", things);
   CHECK(miou < 0.45);
   CHECK(things < 0.2);
 }
@@ -188,6 +188,24 @@ TEST_CASE("the same options give the same files whatever the thread count") {
   for (const char* f : {"training.odgt", "validation.odgt", "object10_info.csv", "color10.csv",
                         "images/training/synth_train_00000007.jpg", "annotations/validation/synth_val_00000002.png"})
     CHECK(read_file_bytes(a / f, "x") == read_file_bytes(b / f, "x"));
+}
+
+TEST_CASE("fewer classes drop object kinds from the end and keep labels in range") {
+  ScratchDir dir;
+  SynthOptions o = tiny_synth(dir.path());
+  o.num_class = 7;  // stuff, tree, ball, box
+  const SynthReport r = generate_synthetic_dataset(o);
+  CHECK(r.num_class == 7);
+  CHECK(read_class_info_csv(dir / "object7_info.csv").size() == 7);
+  CHECK(read_palette_csv(dir / "color7.csv").size() == 7);
+  CHECK(r.train_pixels[6] + r.train_pixels[7] > 0);
+  DatasetCheckOptions c;
+  c.list = r.list_train;
+  c.root = dir.path();
+  c.num_class = 7;
+  CHECK(check_dataset(c).problems.empty());
+  o.num_class = 5;
+  CHECK(expect_error([&] { o.validate(); }).context("key") == "--classes");
 }
 
 TEST_CASE("bad generator options are usage errors naming the option") {
