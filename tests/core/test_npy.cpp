@@ -1,18 +1,17 @@
 #include <doctest/doctest.h>
 
-#include <unistd.h>
-
 #include <cstdio>
 #include <cstring>
 #include <fstream>
 
 #include "core/fileio.h"
 #include "core/npy.h"
+#include "tests/common/scratch.h"
 
 using namespace seg;
 
 TEST_CASE(".npy round trip for every supported dtype and rank") {
-  const std::string path = "/tmp/seg_test_npy_" + std::to_string(::getpid()) + ".npy";
+  const std::string path = seg::test::scratch_path("roundtrip.npy");
   for (DType dt : {DType::f32, DType::f64, DType::f16, DType::i32, DType::i64, DType::u8}) {
     for (const Shape& shape : {Shape{}, Shape{5}, Shape{2, 3}, Shape{1, 2, 3, 4}}) {
       Tensor t = Tensor::empty(shape, DType::f64);
@@ -29,7 +28,7 @@ TEST_CASE(".npy round trip for every supported dtype and rank") {
 }
 
 TEST_CASE("bad .npy files are data errors naming the file") {
-  const std::string path = "/tmp/seg_test_bad_" + std::to_string(::getpid()) + ".npy";
+  const std::string path = seg::test::scratch_path("bad.npy");
   {
     std::ofstream f(path);
     f << "not numpy";

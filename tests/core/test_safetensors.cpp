@@ -1,14 +1,13 @@
 // safetensors read/write: every dtype, the exact byte layout, and every kind of damaged file.
 #include <doctest/doctest.h>
 
-#include <unistd.h>
-
 #include <cstdio>
 #include <cstring>
 #include <string>
 
 #include "core/fileio.h"
 #include "core/safetensors.h"
+#include "tests/common/scratch.h"
 
 using namespace seg;
 
@@ -59,7 +58,7 @@ TEST_CASE("safetensors round trip: every dtype, scalars, empty tensors, metadata
   for (DType dt : dtypes)
     for (const Shape& shape : {Shape{}, Shape{3}, Shape{2, 3, 1, 5}, Shape{0, 4}})
       in.emplace_back(str("t", k++, ".", dtype_name(dt)), ramp(shape, dt));
-  const std::string path = "/tmp/seg_test_st_" + std::to_string(::getpid()) + ".safetensors";
+  const std::string path = seg::test::scratch_path("roundtrip.safetensors");
   write_safetensors(path, in, {{"arch", "resnet50dilated"}, {"note", "x"}});
   const SafetensorsFile f = read_safetensors(path);
   std::remove(path.c_str());

@@ -2,13 +2,11 @@
 // and small image builders.
 #pragma once
 
-#include <unistd.h>
-
-#include <atomic>
 #include <filesystem>
 #include <string>
 
 #include "core/error.h"
+#include "tests/common/scratch.h"
 #include "data/image.h"
 
 namespace seg::data::test {
@@ -17,29 +15,8 @@ inline std::string source_path(const std::string& rel) { return std::string(SEG_
 inline std::string fixture(const std::string& name) { return source_path("tests/data/fixtures/" + name); }
 inline std::string golden(const std::string& name) { return source_path("tests/data/golden/" + name); }
 
-// A fresh directory under the system temp dir, removed with everything in it at scope exit.
-class ScratchDir {
- public:
-  ScratchDir() {
-    static std::atomic<int> counter{0};
-    path_ = (std::filesystem::temp_directory_path() /
-             ("segtrain_data_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter++)))
-                .string();
-    std::filesystem::remove_all(path_);
-    std::filesystem::create_directories(path_);
-  }
-  ~ScratchDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  ScratchDir(const ScratchDir&) = delete;
-  ScratchDir& operator=(const ScratchDir&) = delete;
-  const std::string& path() const { return path_; }
-  std::string operator/(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
-};
+// A fresh directory in the test process's scratch folder, removed with everything in it at scope exit.
+using ScratchDir = ::seg::test::ScratchDir;
 
 // Runs fn, which must throw seg::Error; returns it (fails the test otherwise).
 template <class Fn>

@@ -3,8 +3,6 @@
 // .pth checkpoints (zip and legacy pickle formats) by tools/convert_pth.py.
 #include <doctest/doctest.h>
 
-#include <unistd.h>
-
 #include <cstdio>
 #include <filesystem>
 #include <string>
@@ -14,6 +12,7 @@
 #include "core/rng.h"
 #include "models/checkpoint.h"
 #include "models/registry.h"
+#include "tests/common/scratch.h"
 #include "tests/models/closed_form.h"
 
 using namespace seg;
@@ -21,7 +20,7 @@ using namespace seg;
 namespace {
 
 std::string temp_dir() {
-  const std::string d = "/tmp/seg_test_ckpt_" + std::to_string(::getpid());
+  const std::string d = seg::test::scratch_path("checkpoints");
   make_dirs(d);
   return d;
 }

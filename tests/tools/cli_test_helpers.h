@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "data/synth_dataset.h"
+#include "tests/common/scratch.h"
 
 namespace seg::test {
 
@@ -19,7 +20,7 @@ namespace seg::test {
 inline const std::string& tiny_dataset() {
   static const std::string dir = [] {
     data::SynthOptions o;
-    o.out_dir = "/tmp/seg_cli_tiny_" + std::to_string(::getpid());
+    o.out_dir = scratch_path("tiny_dataset");
     o.num_train = 24;
     o.num_val = 6;
     o.min_long_side = 64;
@@ -32,7 +33,7 @@ inline const std::string& tiny_dataset() {
 }
 
 inline std::string fresh_dir(const std::string& name) {
-  const std::string dir = "/tmp/seg_cli_" + name + "_" + std::to_string(::getpid());
+  const std::string dir = scratch_path("run_" + name);
   std::filesystem::remove_all(dir);
   return dir;
 }
@@ -56,7 +57,7 @@ struct RunResult {
 
 // Runs the segtrain binary with args (no shell), capturing its output.
 inline RunResult run_segtrain(const std::vector<std::string>& args) {
-  const std::string out = "/tmp/seg_cli_out_" + std::to_string(::getpid()) + ".txt";
+  const std::string out = scratch_path("segtrain_output.txt");
   std::fflush(stdout);  // else the child flushes the parent's buffered output into its own file
   std::fflush(stderr);
   const pid_t pid = ::fork();

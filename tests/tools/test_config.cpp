@@ -1,19 +1,18 @@
 #include <doctest/doctest.h>
 
-#include <unistd.h>
-
 #include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
 #include "tools/config.h"
+#include "tests/common/scratch.h"
 
 using namespace seg;
 using namespace seg::cli;
 
 namespace {
 std::string temp_file(const std::string& name, const std::string& text) {
-  const std::string path = "/tmp/seg_cfg_" + std::to_string(::getpid()) + "_" + name;
+  const std::string path = seg::test::scratch_path(name);
   std::ofstream(path) << text;
   return path;
 }
@@ -94,7 +93,7 @@ TEST_CASE("checkpoint names and the config dump") {
   CHECK(j["TRAIN"]["amp"] == "O2");
   CHECK(j["DATASET"]["imgSizes"].size() == 5);
   // Round trip through the dump.
-  const std::string path = "/tmp/seg_cfg_dump_" + std::to_string(::getpid()) + ".json";
+  const std::string path = seg::test::scratch_path("config_dump.json");
   dump_config(c, {{"max_iters", 100000}}, path);
   std::ifstream in(path);
   nlohmann::json back = nlohmann::json::parse(in);
