@@ -33,6 +33,8 @@ const char* kUsage =
     "input is synthetic, so there is no data wait (the loader has its own benchmark, bench_loader).\n"
     "--ops-json writes every op call (shapes, hyper-parameters, mean time) for\n"
     "tools/bench/torch_ops.py, which times the same ops in PyTorch and prints the ratio.\n"
+    "With dynamic loss scaling (--amp O1..O3 in f16) warm-up counts only steps that were applied\n"
+    "(the first steps usually overflow while the scale settles); skipped steps are reported.\n"
     "\n"
     "defaults: --model mobilenetv2dilated-c1_deepsup --size 256 --batch 4 --steps 3 --warmup 2\n"
     "\n"
@@ -116,9 +118,16 @@ int cmd_bench(const Args& args) {
   Allocator& alloc = allocator_for(device);
   double t_fwd = 0, t_bwd = 0, t_opt = 0;
   uint64_t allocs_after_warmup = 0;
-  for (int64_t s = 0; s < warmup + steps; ++s) {
-    const bool measured = s >= warmup;
-    if (s == warmup) {
+  int64_t skipped_measured = 0;
+  // Warm-up counts applied steps only: under dynamic loss scaling the first steps on random data
+  // usually overflow and are skipped, and a skipped step neither runs the optimizer nor creates its
+  // state (momentum, master gradients), so measuring then would report too little memory and time.
+  // 50 skipped steps in a row would mean the scaler cannot find a working scale: an error.
+  int64_t applied = 0, skipped_in_warmup = 0;
+  bool measuring = false;
+  for (int64_t measured_steps = 0; measured_steps < steps;) {
+    if (!measuring && applied >= warmup) {
+      measuring = true;
       prof::reset();
       prof::set_enabled(true);
       alloc.reset_peak();
@@ -138,9 +147,19 @@ int cmd_bench(const Args& args) {
     scaled_backward(out.loss, scaler);
     const double b = since(t0);
     t0 = std::chrono::steady_clock::now();
-    unscale_and_step(scaler, {&enc, &dec});
+    const StepOutcome outcome = unscale_and_step(scaler, {&enc, &dec});
     const double o = since(t0);
-    if (measured) t_fwd += f, t_bwd += b, t_opt += o;
+    if (measuring) {
+      t_fwd += f, t_bwd += b, t_opt += o;
+      ++measured_steps;
+      if (!outcome.stepped) ++skipped_measured;
+    } else if (outcome.stepped) {
+      ++applied;
+    } else if (++skipped_in_warmup >= 50) {
+      throw Error(ErrorKind::runtime, "segtrain bench: 50 warm-up steps overflowed in a row (loss scale " +
+                                          std::to_string(scaler.scale()) + ")")
+          .hint("try --amp-dtype bf16 or a smaller --size");
+    }
   }
   prof::set_enabled(false);
   const double n = static_cast<double>(steps), total = (t_fwd + t_bwd + t_opt) / n;
@@ -149,6 +168,10 @@ int cmd_bench(const Args& args) {
   std::printf("peak memory %.1f MiB; new system allocations during the measured steps: %llu\n",
               static_cast<double>(alloc.stats().peak_bytes) / (1024.0 * 1024.0),
               static_cast<unsigned long long>(alloc.stats().system_allocs - allocs_after_warmup));
+  if (scaler.enabled())
+    std::printf("loss scale %g; %lld warm-up steps and %lld of %lld measured steps skipped (gradient overflow)\n",
+                scaler.scale(), static_cast<long long>(skipped_in_warmup), static_cast<long long>(skipped_measured),
+                static_cast<long long>(steps));
 
   // Per-op table: by op and phase, then the 15 most expensive individual shapes.
   const auto entries = prof::collect();

@@ -20,7 +20,7 @@ import torch.nn.functional as F
 
 
 def make(shape, requires_grad=True):
-    t = torch.randn(*[int(s) for s in shape])
+    t = torch.randn(tuple(int(s) for s in shape))  # () for the scalar loss terms
     if t.dim() == 4:  # ours are NHWC; PyTorch wants NCHW with channels_last memory
         t = t.permute(0, 3, 1, 2).contiguous(memory_format=torch.channels_last)
     return t.requires_grad_(requires_grad)

@@ -11,9 +11,11 @@ forward + backward + step on random images, at the given batch, size and thread 
 Needs Debian's python3-torch; nothing in segtrain's build or tests depends on it.
 """
 import argparse
+import atexit
 import collections
 import collections.abc
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -49,12 +51,15 @@ def main():
     path = args.upstream
     if not path:
         path = tempfile.mkdtemp(prefix="mit_semseg_")
+        atexit.register(shutil.rmtree, path, True)
         archive = subprocess.run(["git", "-C", MIRROR, "archive", "HEAD"], check=True, capture_output=True).stdout
         subprocess.run(["tar", "-x", "-C", path], input=archive, check=True)
     models = import_upstream(path)
     enc_arch, dec_arch = args.model.split("-", 1)
     fc = FC_DIM.get(enc_arch, 2048)
-    empty = os.path.join(tempfile.mkdtemp(), "empty.pth")
+    scratch = tempfile.mkdtemp(prefix="torch_step_")
+    atexit.register(shutil.rmtree, scratch, True)
+    empty = os.path.join(scratch, "empty.pth")
     torch.save({}, empty)  # build_encoder downloads ImageNet weights when `weights` is empty
     enc = models.ModelBuilder.build_encoder(arch=enc_arch, fc_dim=fc, weights=empty)
     dec = models.ModelBuilder.build_decoder(arch=dec_arch, fc_dim=fc, num_class=args.num_class)
