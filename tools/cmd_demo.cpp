@@ -1,6 +1,6 @@
 // segtrain demo: the README's main command. On a machine without a GPU it generates the synthetic
 // dataset (if missing), trains a MobileNetV2dilated-C1_deepsup model on it on the CPU, evaluates it,
-// writes predictions and the training plot, and prints where everything is and the mIoU reached.
+// writes a prediction PNG per validation image and the training plot, and prints where everything is and the mIoU reached.
 // --smoke does the same on a tiny dataset in about a minute (the test suite runs it).
 #include <chrono>
 #include <cstdio>
@@ -26,7 +26,7 @@ const char* kUsage =
     "  1. writes the synthetic ADE20K-format dataset to DIR (default data-gen/synth) unless it is there,\n"
     "  2. trains MobileNetV2dilated + C1_deepsup on it on the CPU (configs/synth-mobilenetv2dilated-c1_deepsup.json),\n"
     "  3. evaluates on its validation split (mIoU, pixel accuracy, per-class IoU),\n"
-    "  4. writes predictions for a few validation images and the training plot,\n"
+    "  4. writes image | ground truth | prediction PNGs for the validation images and the training plot,\n"
     "and prints where everything is. --smoke runs a tiny version (about a minute) to check the pipeline.\n"
     "\n"
     "options:\n"
