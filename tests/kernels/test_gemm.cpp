@@ -70,3 +70,24 @@ TEST_CASE("gemm results are bit-identical for 1, 2 and 3 threads (K is never spl
   CHECK(std::memcmp(c1.data(), c2.data(), c1.size() * sizeof(float)) == 0);
   CHECK(std::memcmp(c1.data(), c3.data(), c1.size() * sizeof(float)) == 0);
 }
+
+TEST_CASE("A read in place and A packed give bit-identical results (the 4 KiB-aliasing rule)") {
+  // gemm.cpp reads a plain float A in place unless its row stride is a multiple of 1024 floats
+  // (and N >= 128), where it packs A to avoid L1 set conflicts. Both paths must agree bit for bit,
+  // or a model's numbers would depend on its channel counts' alignment.
+  const int64_t M = 300, N = 160, K = 300;  // M >> N: threads split M, so every thread sees N = 160
+  const auto B = fill(N * K, 0.05f, 0.4f);  // B^T layout (tb = true), as the 1x1 convolutions use
+  std::vector<float> c_direct(M * N), c_packed(M * N), c_ref(M * N);
+  for (int64_t lda : {K + 4, int64_t{1024}}) {  // K + 4: in place; 1024: packed
+    std::vector<float> A(static_cast<size_t>(M * lda), 0.0f);
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t k = 0; k < K; ++k) A[i * lda + k] = std::sin(0.013f * static_cast<float>(i * K + k));
+    auto& c = lda == 1024 ? c_packed : c_direct;
+    gemm_f32(false, true, M, N, K, A.data(), lda, B.data(), K, c.data(), N, false);
+    if (lda == 1024) gemm_ref(false, true, M, N, K, A.data(), lda, B.data(), K, c_ref.data(), N, false);
+  }
+  CHECK(std::memcmp(c_direct.data(), c_packed.data(), c_direct.size() * sizeof(float)) == 0);
+  double err = 0;
+  for (size_t i = 0; i < c_ref.size(); ++i) err = std::max(err, std::abs(double(c_packed[i]) - c_ref[i]));
+  CHECK(err < 1e-4);
+}
