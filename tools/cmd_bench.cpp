@@ -18,6 +18,7 @@
 #include "layers/autocast.h"
 #include "models/registry.h"
 #include "tools/cli.h"
+#include "tools/model_setup.h"
 #include "tools/run_setup.h"
 
 namespace seg::cli {
@@ -41,13 +42,6 @@ const char* kUsage =
     "examples:\n"
     "  segtrain bench --model resnet50dilated-ppm_deepsup --size 256 --batch 4 --threads 2\n"
     "  segtrain bench --model mobilenetv2dilated-c1_deepsup --amp O2 --ops-json /tmp/ops.json\n";
-
-int64_t fc_dim_for(const std::string& encoder) {
-  if (encoder.find("mobilenet") != std::string::npos) return 320;
-  if (encoder.find("resnet18") != std::string::npos) return 512;
-  if (encoder.find("hrnet") != std::string::npos) return 720;
-  return 2048;
-}
 
 double since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -6,7 +6,9 @@
 #include "core/error.h"
 #include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/thread_pool.h"
+#include "models/registry.h"
 #include "tools/cli.h"
+#include "tools/model_setup.h"
 
 namespace seg::cli {
 
@@ -40,6 +42,19 @@ int cmd_info(const Args& args) {
   std::printf("  threads          %d\n", num_threads());
   const int gpus = cuda_device_count();
   std::printf("cuda devices:      %d%s\n", gpus, cuda_compiled() ? "" : " (built without CUDA)");
+  // Built without initialisation (zeros), so the listing costs allocations only.
+  std::printf("models (upstream's configs, 150 classes; every encoder and decoder name: docs/models.md):\n");
+  std::printf("  %-33s %13s %13s %13s\n", "encoder-decoder", "encoder", "decoder", "total");
+  for (const auto& [enc, dec] : upstream_model_pairs()) {
+    ModelConfig mc;
+    mc.arch_encoder = enc;
+    mc.arch_decoder = dec;
+    mc.fc_dim = fc_dim_for(enc);
+    const auto m = build_segmentation_module(mc, false);
+    const int64_t e = m->encoder->num_parameters(), d = m->decoder->num_parameters();
+    std::printf("  %-33s %13lld %13lld %13lld\n", (enc + "-" + dec).c_str(), static_cast<long long>(e),
+                static_cast<long long>(d), static_cast<long long>(e + d));
+  }
   return 0;
 }
 

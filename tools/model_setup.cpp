@@ -31,4 +31,19 @@ std::shared_ptr<SegmentationModule> load_model_for_inference(const Config& cfg, 
   return model;
 }
 
+int64_t fc_dim_for(const std::string& encoder_arch) {
+  if (encoder_arch.find("mobilenet") != std::string::npos) return 320;
+  if (encoder_arch.find("resnet18") != std::string::npos) return 512;
+  if (encoder_arch.find("hrnet") != std::string::npos) return 720;
+  return 2048;
+}
+
+const std::vector<std::pair<std::string, std::string>>& upstream_model_pairs() {
+  static const std::vector<std::pair<std::string, std::string>> pairs = {
+      {"mobilenetv2dilated", "c1_deepsup"}, {"resnet18dilated", "ppm_deepsup"}, {"resnet50dilated", "ppm_deepsup"},
+      {"resnet101dilated", "ppm_deepsup"},  {"resnet50", "upernet"},          {"resnet101", "upernet"},
+      {"hrnetv2", "c1"}};
+  return pairs;
+}
+
 }  // namespace seg::cli

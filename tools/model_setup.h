@@ -3,6 +3,8 @@
 
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "models/segmentation_module.h"
 #include "tools/config.h"
@@ -21,5 +23,12 @@ struct CheckpointChoice {
 // Prints what was loaded unless quiet.
 std::shared_ptr<SegmentationModule> load_model_for_inference(const Config& cfg, const CheckpointChoice& choice,
                                                              const std::string& fallback_checkpoint, bool quiet = false);
+
+// The width of an encoder's last feature map (MODEL.fc_dim in upstream's configs): 320 for
+// MobileNetV2, 512 for ResNet18, 720 for HRNetV2-W48, 2048 for ResNet50/101.
+int64_t fc_dim_for(const std::string& encoder_arch);
+
+// Upstream's seven shipped configs as encoder-decoder pairs, for listings and benchmarks.
+const std::vector<std::pair<std::string, std::string>>& upstream_model_pairs();
 
 }  // namespace seg::cli
