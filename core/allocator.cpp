@@ -120,6 +120,16 @@ void cuda_sys_free(void* ptr, int device_index) {
   cudaSetDevice(device_index);
   cudaFree(ptr);
 }
+// Portable: pinned for every device of the process, not only the current one.
+void* pinned_sys_alloc(size_t bytes, int) {
+  void* ptr = nullptr;
+  if (cudaHostAlloc(&ptr, bytes, cudaHostAllocPortable) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return nullptr;
+  }
+  return ptr;
+}
+void pinned_sys_free(void* ptr, int) { cudaFreeHost(ptr); }
 #endif
 
 }  // namespace
@@ -143,6 +153,34 @@ Allocator& allocator_for(Device device) {
 #else
   throw Error(ErrorKind::device, str("device ", device.str(), " requested, but this segtrain was built without CUDA"))
       .hint("rebuild with -DSEG_CUDA=ON on a machine with the CUDA toolkit, or use --device cpu");
+#endif
+}
+
+bool pinned_host_memory_available() { return cuda_compiled() && cuda_device_count() > 0; }
+
+Allocator& pinned_host_allocator() {
+  if (!pinned_host_memory_available())
+    throw Error(ErrorKind::device, "pinned host memory needs a CUDA build and a CUDA device")
+        .hint("check pinned_host_memory_available() first");
+#ifdef SEG_WITH_CUDA
+  static CachingAllocator pinned(Device::cpu(), pinned_sys_alloc, pinned_sys_free);
+  return pinned;
+#else
+  SEG_FAIL(runtime, "unreachable: pinned memory reported available in a build without CUDA");
+#endif
+}
+
+bool is_pinned_host_pointer(const void* ptr) {
+#ifdef SEG_WITH_CUDA
+  cudaPointerAttributes attr{};
+  if (cudaPointerGetAttributes(&attr, ptr) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  return attr.type == cudaMemoryTypeHost;
+#else
+  (void)ptr;
+  return false;
 #endif
 }
 

@@ -45,4 +45,13 @@ size_t allocator_size_class(size_t bytes);
 // The allocator of a device (created on first use, lives for the whole process).
 Allocator& allocator_for(Device device);
 
+// Page-locked ("pinned") host memory, cached like the others: CPU memory that a GPU can copy from
+// asynchronously with DMA at full PCIe/NVLink speed, where pageable memory is first staged through
+// a driver buffer. Exists in CUDA builds with a device present; elsewhere asking for it is
+// Error(device), so callers test pinned_host_memory_available() first.
+bool pinned_host_memory_available();
+Allocator& pinned_host_allocator();
+// Whether ptr points into pinned host memory (false in builds without CUDA): for tests.
+bool is_pinned_host_pointer(const void* ptr);
+
 }  // namespace seg

@@ -4,10 +4,13 @@
 
 namespace seg {
 
-Storage::Storage(size_t bytes, Device device) : bytes_(bytes), device_(device) {
-  data_ = allocator_for(device).allocate(bytes ? bytes : 1);
+Storage::Storage(size_t bytes, Device device) : Storage(bytes, device, allocator_for(device)) {}
+
+Storage::Storage(size_t bytes, Device device, Allocator& allocator)
+    : bytes_(bytes), device_(device), allocator_(&allocator) {
+  data_ = allocator.allocate(bytes ? bytes : 1);
 }
 
-Storage::~Storage() { allocator_for(device_).deallocate(data_, bytes_ ? bytes_ : 1); }
+Storage::~Storage() { allocator_->deallocate(data_, bytes_ ? bytes_ : 1); }
 
 }  // namespace seg

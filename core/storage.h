@@ -9,9 +9,14 @@
 
 namespace seg {
 
+class Allocator;
+
 class Storage {
  public:
   Storage(size_t bytes, Device device);
+  // Memory from a specific allocator, e.g. pinned_host_allocator() for a CPU tensor that the GPU
+  // copies from asynchronously. The block goes back to the same allocator.
+  Storage(size_t bytes, Device device, Allocator& allocator);
   ~Storage();
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
@@ -24,6 +29,7 @@ class Storage {
   void* data_ = nullptr;
   size_t bytes_ = 0;
   Device device_;
+  Allocator* allocator_ = nullptr;
 };
 
 }  // namespace seg

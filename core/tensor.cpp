@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "core/allocator.h"
 #include "core/cuda_copy.h"
 #include "kernels/cpu/copy.h"
 
@@ -43,6 +44,17 @@ Tensor Tensor::empty(const Shape& shape, DType dtype, Device device) {
   for (int64_t s : shape) SEG_CHECK(s >= 0, runtime, "negative size in shape ", shape.str());
   auto impl = std::make_shared<TensorImpl>();
   impl->storage = std::make_shared<Storage>(static_cast<size_t>(shape.numel()) * dtype_size(dtype), device);
+  impl->shape = shape;
+  impl->strides = normalized_strides(shape);
+  impl->dtype = dtype;
+  return Tensor(std::move(impl));
+}
+
+Tensor Tensor::empty_pinned(const Shape& shape, DType dtype) {
+  for (int64_t s : shape) SEG_CHECK(s >= 0, runtime, "negative size in shape ", shape.str());
+  auto impl = std::make_shared<TensorImpl>();
+  impl->storage = std::make_shared<Storage>(static_cast<size_t>(shape.numel()) * dtype_size(dtype), Device::cpu(),
+                                            pinned_host_allocator());
   impl->shape = shape;
   impl->strides = normalized_strides(shape);
   impl->dtype = dtype;

@@ -40,6 +40,8 @@ class Tensor {
 
   // ---- factories ----
   static Tensor empty(const Shape& shape, DType dtype = DType::f32, Device device = Device::cpu());
+  // A CPU tensor in pinned host memory (pinned_host_allocator(); Error(device) where unavailable).
+  static Tensor empty_pinned(const Shape& shape, DType dtype = DType::f32);
   static Tensor zeros(const Shape& shape, DType dtype = DType::f32, Device device = Device::cpu());
   static Tensor full(const Shape& shape, double value, DType dtype = DType::f32, Device device = Device::cpu());
   // A CPU tensor holding a copy of `values` (values.size() must equal shape.numel()).

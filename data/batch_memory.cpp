@@ -1,12 +1,16 @@
 #include "data/batch_memory.h"
 
+#include "core/allocator.h"
+
 namespace seg::data {
 
-bool batch_memory_is_pinned() { return false; }
+bool batch_memory_is_pinned() {
+  static const bool pinned = pinned_host_memory_available();
+  return pinned;
+}
 
 Tensor new_batch_tensor(const Shape& shape, DType dtype) {
-  // PINNED-MEMORY HOOK (CUDA builds): allocate from a pinned host allocator here.
-  return Tensor::empty(shape, dtype, Device::cpu());
+  return batch_memory_is_pinned() ? Tensor::empty_pinned(shape, dtype) : Tensor::empty(shape, dtype, Device::cpu());
 }
 
 }  // namespace seg::data

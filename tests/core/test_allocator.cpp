@@ -1,6 +1,7 @@
 #include <doctest/doctest.h>
 
 #include "core/allocator.h"
+#include "core/error.h"
 #include "core/tensor.h"
 
 using namespace seg;
@@ -54,4 +55,21 @@ TEST_CASE("peak memory tracks the largest live set") {
   CHECK(alloc.stats().peak_bytes >= base + (6u << 20));
   alloc.release_cached();
   CHECK(alloc.stats().cached_bytes == 0);
+}
+
+TEST_CASE("pinned host memory: available exactly in CUDA builds with a device, else a device error") {
+  CHECK(pinned_host_memory_available() == (cuda_compiled() && cuda_device_count() > 0));
+  if (pinned_host_memory_available()) {
+    const Tensor t = Tensor::empty_pinned({4, 5});
+    CHECK(t.device() == Device::cpu());
+    CHECK(is_pinned_host_pointer(t.data_ptr()));  // the GPU suite tests this side in depth
+  } else {
+    try {
+      (void)Tensor::empty_pinned({4, 5});
+      FAIL("empty_pinned must refuse without CUDA");
+    } catch (const Error& e) {
+      CHECK(e.kind() == ErrorKind::device);
+    }
+  }
+  CHECK_FALSE(is_pinned_host_pointer(Tensor::empty({4, 5}).data_ptr()));
 }

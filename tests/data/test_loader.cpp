@@ -8,6 +8,8 @@
 #include <map>
 #include <set>
 
+#include "core/allocator.h"
+#include "data/batch_memory.h"
 #include "data/train_loader.h"
 #include "data/train_sampler.h"
 #include "test_helpers.h"
@@ -217,5 +219,21 @@ TEST_CASE("bad samples: the loader stops with the data error, or skips and count
     CHECK(loader.stats().skipped == expected);
     REQUIRE(!loader.stats().first_skipped.empty());
     CHECK(bad.count(loader.stats().first_skipped[0].index) == 1);
+  }
+}
+
+TEST_CASE("batch tensors are pinned host memory exactly where the build and machine have a GPU") {
+  ScratchDir dir;
+  const TinyDataset tiny = make_tiny_dataset(dir.path(), 6);
+  DatasetOptions o = tiny_options(tiny);
+  o.workers = 1;
+  const TrainDataset dataset(o);
+  TrainLoader loader(dataset);
+  const TrainBatch b = loader.next();
+  CHECK(batch_memory_is_pinned() == seg::pinned_host_memory_available());
+  for (const TrainSubBatch& s : b.sub_batches) {
+    CHECK(s.images.device() == seg::Device::cpu());
+    CHECK(seg::is_pinned_host_pointer(s.images.data_ptr()) == batch_memory_is_pinned());
+    CHECK(seg::is_pinned_host_pointer(s.labels.data_ptr()) == batch_memory_is_pinned());
   }
 }

@@ -33,3 +33,18 @@ TEST_CASE("the CUDA caching allocator reuses blocks") {
   { Tensor t = Tensor::empty({1 << 20}, DType::f32, Device::cuda(0)); }
   CHECK(a.stats().system_allocs == before.system_allocs);
 }
+
+TEST_CASE("pinned host tensors: page-locked, cached, and copied to the GPU and back bit for bit") {
+  REQUIRE(pinned_host_memory_available());
+  Tensor p = Tensor::empty_pinned({3, 7}, DType::f32);
+  CHECK(is_pinned_host_pointer(p.data_ptr()));
+  CHECK_FALSE(is_pinned_host_pointer(Tensor::empty({3, 7}).data_ptr()));
+  for (int i = 0; i < 21; ++i) p.data<float>()[i] = 0.25f * i - 2.0f;
+  const Tensor back = p.to(Device::cuda(0)).to(Device::cpu());
+  CHECK(std::memcmp(back.data_ptr(), p.data_ptr(), p.nbytes()) == 0);
+  Allocator& a = pinned_host_allocator();
+  { Tensor t = Tensor::empty_pinned({1 << 16}); }
+  const auto before = a.stats();
+  { Tensor t = Tensor::empty_pinned({1 << 16}); }
+  CHECK(a.stats().system_allocs == before.system_allocs);
+}
