@@ -3,12 +3,14 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <limits>
 #include <vector>
 
 #include "core/autograd.h"
 #include "core/gradcheck.h"
 #include "core/rng.h"
 #include "kernels/cpu/conv2d.h"
+#include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/softmax_nll.h"
 #include "layers/ops.h"
 
@@ -198,5 +200,25 @@ TEST_CASE("softmax_nll_loss: every pixel ignored gives 0 and a zero gradient; ba
   } catch (const Error& e) {
     CHECK(e.kind() == ErrorKind::data);
     CHECK(std::string(e.what()).find("label 3 at pixel 3") != std::string::npos);
+  }
+}
+
+TEST_CASE("relu/relu6 backward select like PyTorch: no gradient where x <= 0 (or >= 6), whatever dy is") {
+  // PyTorch's threshold_backward and hardtanh_backward are selects, not products, so an inf or
+  // NaN upstream gradient does not leak through a dead unit, and a NaN input passes no gradient.
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  const std::vector<float> x = {-1.0f, 0.0f, 2.0f, nan, 7.0f, 3.0f, 6.0f, -0.5f, 1.0f};
+  const std::vector<float> dy = {inf, nan, 5.0f, 4.0f, 1.0f, 2.0f, 3.0f, -inf, -1.5f};
+  const std::vector<float> want_relu = {0, 0, 5, 0, 1, 2, 3, 0, -1.5f}, want_relu6 = {0, 0, 5, 0, 0, 2, 0, 0, -1.5f};
+  for (bool six : {false, true}) {
+    CAPTURE(six);
+    const auto& want = six ? want_relu6 : want_relu;
+    std::vector<float> dx(x.size());
+    cpu::relu_backward(x.data(), dy.data(), dx.data(), static_cast<int64_t>(x.size()), six);
+    for (size_t i = 0; i < x.size(); ++i) CHECK(dx[i] == want[i]);
+    std::vector<f16> xh, dyh, dxh(x.size());  // the 16-bit path widens tiles and runs the same select
+    for (size_t i = 0; i < x.size(); ++i) xh.push_back(f16(x[i])), dyh.push_back(f16(dy[i]));
+    cpu::relu_backward(xh.data(), dyh.data(), dxh.data(), static_cast<int64_t>(x.size()), six);
+    for (size_t i = 0; i < x.size(); ++i) CHECK(static_cast<float>(dxh[i]) == want[i]);
   }
 }
