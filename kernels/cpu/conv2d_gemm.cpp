@@ -56,27 +56,24 @@ class Im2colPacker final : public Packer {
   // rows = pixels [i0, i0+rows), depth = kc [k0, k0+depth): out[k*mr + r].
   void pack_pixel_rows(int64_t i0, int64_t rows, int64_t k0, int64_t depth, int64_t mr, float* dst) const {
     const int64_t Cg = s_.Cg();
+    PixelOrigin origins[kMaxPackRows];
+    const float* src[kMaxPackRows];
     for (int64_t p = 0; p * mr < rows; ++p) {
       float* out = dst + p * depth * mr;
       const int64_t r_end = std::min(mr, rows - p * mr);
-      for (int64_t r = 0; r < mr; ++r) {
-        if (r >= r_end) {
-          for (int64_t k = 0; k < depth; ++k) out[k * mr + r] = 0.0f;
-          continue;
+      for (int64_t r = 0; r < r_end; ++r) origins[r] = origin(i0 + p * mr + r);
+      // Walk kc in runs of channels that share a tap: within a run every pixel row reads `run`
+      // contiguous channels (or zeros: padding, rows past the end), so the run is a transposition.
+      int64_t k = 0;
+      while (k < depth) {
+        const int64_t kc = k0 + k, tap = kc / Cg, c = kc % Cg;
+        const int64_t run = std::min(Cg - c, depth - k);
+        for (int64_t r = 0; r < mr; ++r) {
+          const float* t = r < r_end ? tap_ptr(origins[r], tap / s_.KW, tap % s_.KW) : nullptr;
+          src[r] = t ? t + c : nullptr;
         }
-        const PixelOrigin o = origin(i0 + p * mr + r);
-        // Walk kc in runs of channels that share a tap.
-        int64_t k = 0;
-        while (k < depth) {
-          const int64_t kc = k0 + k, tap = kc / Cg, c = kc % Cg;
-          const int64_t run = std::min(Cg - c, depth - k);
-          const float* src = tap_ptr(o, tap / s_.KW, tap % s_.KW);
-          if (src)
-            for (int64_t i = 0; i < run; ++i) out[(k + i) * mr + r] = src[c + i];
-          else
-            for (int64_t i = 0; i < run; ++i) out[(k + i) * mr + r] = 0.0f;
-          k += run;
-        }
+        pack_rows_transposed(src, mr, run, out + k * mr);
+        k += run;
       }
     }
   }
@@ -118,29 +115,29 @@ class TapShiftPacker final : public Packer {
       : s_(s), dy_(dy), o0_(group * s.Og()), Ho_(s.Ho()), Wo_(s.Wo()) {}
   void pack(int64_t i0, int64_t rows, int64_t k0, int64_t depth, int64_t mr, float* dst) const override {
     const int64_t Og = s_.Og();
+    const float* src[kMaxPackRows];
+    int64_t qn[kMaxPackRows], qh[kMaxPackRows], qw[kMaxPackRows];
     for (int64_t p = 0; p * mr < rows; ++p) {
       float* out = dst + p * depth * mr;
       const int64_t r_end = std::min(mr, rows - p * mr);
-      for (int64_t r = 0; r < mr; ++r) {
-        if (r >= r_end) {
-          for (int64_t k = 0; k < depth; ++k) out[k * mr + r] = 0.0f;
-          continue;
+      for (int64_t r = 0; r < r_end; ++r) {
+        const int64_t q = i0 + p * mr + r, hw = q % (s_.H * s_.W);
+        qn[r] = q / (s_.H * s_.W), qh[r] = hw / s_.W, qw[r] = hw % s_.W;
+      }
+      // Runs of output channels that share a tap: a transposition of mr shifted dY rows.
+      int64_t k = 0;
+      while (k < depth) {
+        const int64_t kk = k0 + k, tap = kk / Og, o = kk % Og;
+        const int64_t run = std::min(Og - o, depth - k);
+        for (int64_t r = 0; r < mr; ++r) {
+          src[r] = nullptr;
+          if (r >= r_end) continue;
+          const int64_t ho = qh[r] + s_.pad_h - (tap / s_.KW) * s_.dil_h;
+          const int64_t wo = qw[r] + s_.pad_w - (tap % s_.KW) * s_.dil_w;
+          if (ho >= 0 && ho < Ho_ && wo >= 0 && wo < Wo_) src[r] = dy_ + ((qn[r] * Ho_ + ho) * Wo_ + wo) * s_.O + o0_ + o;
         }
-        const int64_t q = i0 + p * mr + r;
-        const int64_t n = q / (s_.H * s_.W), hw = q % (s_.H * s_.W), h = hw / s_.W, w = hw % s_.W;
-        int64_t k = 0;
-        while (k < depth) {
-          const int64_t kk = k0 + k, tap = kk / Og, o = kk % Og;
-          const int64_t run = std::min(Og - o, depth - k);
-          const int64_t ho = h + s_.pad_h - (tap / s_.KW) * s_.dil_h, wo = w + s_.pad_w - (tap % s_.KW) * s_.dil_w;
-          if (ho >= 0 && ho < Ho_ && wo >= 0 && wo < Wo_) {
-            const float* src = dy_ + ((n * Ho_ + ho) * Wo_ + wo) * s_.O + o0_ + o;
-            for (int64_t i = 0; i < run; ++i) out[(k + i) * mr + r] = src[i];
-          } else {
-            for (int64_t i = 0; i < run; ++i) out[(k + i) * mr + r] = 0.0f;
-          }
-          k += run;
-        }
+        pack_rows_transposed(src, mr, run, out + k * mr);
+        k += run;
       }
     }
   }

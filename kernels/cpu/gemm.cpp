@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 #include "kernels/common/half.h"
@@ -16,6 +17,55 @@ namespace seg::cpu {
 
 // ------------------------------------------------------------------ packers
 
+namespace {
+#if defined(__AVX2__)
+// In place: v[i] = row i (8 floats) becomes v[j] = column j, i.e. v[j][i] = old v[i][j].
+inline void transpose8x8(__m256 v[8]) {
+  const __m256 t0 = _mm256_unpacklo_ps(v[0], v[1]), t1 = _mm256_unpackhi_ps(v[0], v[1]);
+  const __m256 t2 = _mm256_unpacklo_ps(v[2], v[3]), t3 = _mm256_unpackhi_ps(v[2], v[3]);
+  const __m256 t4 = _mm256_unpacklo_ps(v[4], v[5]), t5 = _mm256_unpackhi_ps(v[4], v[5]);
+  const __m256 t6 = _mm256_unpacklo_ps(v[6], v[7]), t7 = _mm256_unpackhi_ps(v[6], v[7]);
+  const __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xEE);
+  const __m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xEE);
+  const __m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xEE);
+  const __m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xEE);
+  v[0] = _mm256_permute2f128_ps(u0, u4, 0x20);
+  v[1] = _mm256_permute2f128_ps(u1, u5, 0x20);
+  v[2] = _mm256_permute2f128_ps(u2, u6, 0x20);
+  v[3] = _mm256_permute2f128_ps(u3, u7, 0x20);
+  v[4] = _mm256_permute2f128_ps(u0, u4, 0x31);
+  v[5] = _mm256_permute2f128_ps(u1, u5, 0x31);
+  v[6] = _mm256_permute2f128_ps(u2, u6, 0x31);
+  v[7] = _mm256_permute2f128_ps(u3, u7, 0x31);
+}
+#endif
+}  // namespace
+
+void pack_rows_transposed(const float* const* rows, int64_t mr, int64_t n, float* out) {
+  int64_t k = 0;
+#if defined(__AVX2__)
+  // Lane masks for a group of fewer than 8 rows (the last group of mr = 14, 6, ...).
+  alignas(32) static const int32_t kLanes[16] = {-1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0};
+  for (; k + 8 <= n; k += 8) {
+    for (int64_t g = 0; g < mr; g += 8) {
+      const int64_t m = std::min<int64_t>(8, mr - g);
+      __m256 v[8];
+      for (int64_t i = 0; i < 8; ++i)
+        v[i] = i < m && rows[g + i] ? _mm256_loadu_ps(rows[g + i] + k) : _mm256_setzero_ps();
+      transpose8x8(v);
+      if (m == 8) {
+        for (int64_t j = 0; j < 8; ++j) _mm256_storeu_ps(out + (k + j) * mr + g, v[j]);
+      } else {  // masked: a full store would spill into the next k's first rows or past the panel
+        const __m256i mask = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(kLanes + 8 - m));
+        for (int64_t j = 0; j < 8; ++j) _mm256_maskstore_ps(out + (k + j) * mr + g, mask, v[j]);
+      }
+    }
+  }
+#endif
+  for (; k < n; ++k)
+    for (int64_t r = 0; r < mr; ++r) out[k * mr + r] = rows[r] ? rows[r][k] : 0.0f;
+}
+
 template <class T>
 void MatrixPacker<T>::pack(int64_t i0, int64_t rows, int64_t k0, int64_t depth, int64_t mr, float* dst) const {
   const int64_t panels = (rows + mr - 1) / mr;
@@ -29,11 +79,16 @@ void MatrixPacker<T>::pack(int64_t i0, int64_t rows, int64_t k0, int64_t depth, 
         for (int64_t r = 0; r < mr; ++r) out[k * mr + r] = static_cast<float>(src[r]);
       }
     } else if (r_end == mr && cs_ == 1) {
-      // Row-major source, full panel: walk k and gather one element from each of the mr rows, so
-      // the writes are contiguous and the mr read streams are sequential (prefetcher-friendly).
+      // Row-major source, full panel: a transposition of mr rows (SIMD for float, where it matters).
       const T* base = data_ + (i0 + p * mr) * rs_ + k0;
-      for (int64_t k = 0; k < depth; ++k)
-        for (int64_t r = 0; r < mr; ++r) out[k * mr + r] = static_cast<float>(base[r * rs_ + k]);
+      if constexpr (std::is_same_v<T, float>) {
+        const float* rows_ptr[kMaxPackRows];
+        for (int64_t r = 0; r < mr; ++r) rows_ptr[r] = base + r * rs_;
+        pack_rows_transposed(rows_ptr, mr, depth, out);
+      } else {
+        for (int64_t k = 0; k < depth; ++k)
+          for (int64_t r = 0; r < mr; ++r) out[k * mr + r] = static_cast<float>(base[r * rs_ + k]);
+      }
     } else {
       // General strides or a partial panel: one row at a time, zero rows past the end.
       for (int64_t r = 0; r < mr; ++r) {

@@ -91,3 +91,25 @@ TEST_CASE("A read in place and A packed give bit-identical results (the 4 KiB-al
   for (size_t i = 0; i < c_ref.size(); ++i) err = std::max(err, std::abs(double(c_packed[i]) - c_ref[i]));
   CHECK(err < 1e-4);
 }
+
+TEST_CASE("pack_rows_transposed: out[k*mr + r] = rows[r][k], null rows are zeros, nothing written past the panel") {
+  for (int64_t mr : {1, 4, 6, 8, 14, 16, 28, 32}) {
+    for (int64_t n : {1, 7, 8, 9, 17, 64, 256}) {
+      CAPTURE(mr);
+      CAPTURE(n);
+      std::vector<std::vector<float>> data(static_cast<size_t>(mr));
+      std::vector<const float*> rows(static_cast<size_t>(mr));
+      for (int64_t r = 0; r < mr; ++r) {
+        data[r] = fill(n + 3, 0.1f * static_cast<float>(r + 1), 0.5f);
+        rows[r] = r % 5 == 3 ? nullptr : data[r].data() + 1;  // some rows are padding
+      }
+      std::vector<float> out(static_cast<size_t>(mr * n + 16), -7.0f);  // sentinel after the panel
+      pack_rows_transposed(rows.data(), mr, n, out.data());
+      bool ok = true;
+      for (int64_t k = 0; k < n; ++k)
+        for (int64_t r = 0; r < mr; ++r) ok &= out[k * mr + r] == (rows[r] ? rows[r][k] : 0.0f);
+      CHECK(ok);
+      for (int64_t i = mr * n; i < mr * n + 16; ++i) CHECK(out[i] == -7.0f);
+    }
+  }
+}
