@@ -4,6 +4,22 @@
 
 namespace seg {
 
+std::string module_path_of(const std::string& name) {
+  const size_t dot = name.rfind('.');
+  return dot == std::string::npos ? "" : name.substr(0, dot);
+}
+std::string leaf_name_of(const std::string& name) {
+  const size_t dot = name.rfind('.');
+  return dot == std::string::npos ? name : name.substr(dot + 1);
+}
+
+std::set<std::string> batch_norm_modules(const Module& m) {
+  std::set<std::string> out;
+  for (const auto& b : m.named_buffers())
+    if (leaf_name_of(b.name) == "running_mean") out.insert(module_path_of(b.name));
+  return out;
+}
+
 namespace {
 std::string join(const std::string& prefix, const std::string& name) { return prefix.empty() ? name : prefix + "." + name; }
 }  // namespace

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -24,6 +25,15 @@ struct NamedTensor {
   std::string name;
   Tensor* tensor;
 };
+
+// Parameter and buffer names are dotted paths, as in upstream's state_dict: "layer1.0.bn1.weight"
+// has the module path "layer1.0.bn1" ("" for a top-level tensor) and the leaf name "weight".
+std::string module_path_of(const std::string& name);
+std::string leaf_name_of(const std::string& name);
+
+class Module;
+// The paths of the BatchNorm modules in m's tree: the modules that own a running_mean buffer.
+std::set<std::string> batch_norm_modules(const Module& m);
 
 class Module {
  public:

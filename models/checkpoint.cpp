@@ -13,15 +13,6 @@ namespace {
 // The SyncBN buffers upstream files carry in addition to PyTorch's BatchNorm state (DESIGN 12).
 constexpr const char* kSyncBNExtras[] = {"_tmp_running_mean", "_tmp_running_var", "_running_iter"};
 
-std::string parent_of(const std::string& name) {
-  const size_t dot = name.rfind('.');
-  return dot == std::string::npos ? "" : name.substr(0, dot);
-}
-std::string leaf_of(const std::string& name) {
-  const size_t dot = name.rfind('.');
-  return dot == std::string::npos ? name : name.substr(dot + 1);
-}
-
 // A contiguous copy of t with its dimensions reordered: result dim i is t's dim perm[i].
 Tensor permuted_copy(const Tensor& t_in, const int (&perm)[4]) {
   const Tensor t = t_in.to(Device::cpu());
@@ -41,13 +32,6 @@ Tensor oihw_to_ohwi(const Tensor& w) { return permuted_copy(w, {0, 2, 3, 1}); }
 Shape oihw_shape(const Shape& ohwi) { return Shape{ohwi[0], ohwi[3], ohwi[1], ohwi[2]}; }
 
 // The names of the BatchNorm modules of m (those with a running_mean buffer).
-std::set<std::string> batch_norm_modules(const Module& m) {
-  std::set<std::string> out;
-  for (const auto& b : m.named_buffers())
-    if (leaf_of(b.name) == "running_mean") out.insert(parent_of(b.name));
-  return out;
-}
-
 std::string first_names(const std::vector<std::string>& names, size_t n = 3) {
   std::string s;
   for (size_t i = 0; i < names.size() && i < n; ++i) s += (i ? ", " : "") + names[i];
@@ -81,7 +65,7 @@ std::vector<StateEntry> state_entries(const Module& m) {
   // children. Our parameters and buffers come from two traversals of the same tree, so merge them
   // per owning module.
   std::map<std::string, std::vector<NamedTensor>> buffers_of;
-  for (const auto& b : buffers) buffers_of[parent_of(b.name)].push_back(b);
+  for (const auto& b : buffers) buffers_of[module_path_of(b.name)].push_back(b);
   std::vector<StateEntry> out;
   std::set<std::string> emitted;
   auto emit_buffers = [&](const std::string& module) {
@@ -90,8 +74,8 @@ std::vector<StateEntry> state_entries(const Module& m) {
     const Tensor* rv = nullptr;
     for (const auto& b : buffers_of[module]) {
       out.push_back({StateEntry::tensor, b.name, b.tensor});
-      if (leaf_of(b.name) == "running_mean") rm = b.tensor;
-      if (leaf_of(b.name) == "running_var") rv = b.tensor;
+      if (leaf_name_of(b.name) == "running_mean") rm = b.tensor;
+      if (leaf_name_of(b.name) == "running_var") rv = b.tensor;
     }
     if (bns.count(module)) {  // upstream SyncBN's extra buffers (DESIGN 12)
       const std::string p = module.empty() ? "" : module + ".";
@@ -103,14 +87,14 @@ std::vector<StateEntry> state_entries(const Module& m) {
   std::string current;
   bool any = false;
   for (const auto& p : params) {
-    const std::string module = parent_of(p.name);
+    const std::string module = module_path_of(p.name);
     if (any && module != current) emit_buffers(current);
     current = module;
     any = true;
     out.push_back({p.tensor->dim() == 4 ? StateEntry::conv_weight : StateEntry::tensor, p.name, p.tensor});
   }
   if (any) emit_buffers(current);
-  for (const auto& b : buffers) emit_buffers(parent_of(b.name));  // modules with buffers only
+  for (const auto& b : buffers) emit_buffers(module_path_of(b.name));  // modules with buffers only
   return out;
 }
 
@@ -162,7 +146,7 @@ LoadReport load_state_dict(Module& m, const SafetensorsFile& file, const std::st
   };
   std::vector<Target> targets;
   for (const auto& p : m.named_parameters()) targets.push_back({p.name, p.tensor, false});
-  for (const auto& b : m.named_buffers()) targets.push_back({b.name, b.tensor, leaf_of(b.name) == "num_batches_tracked"});
+  for (const auto& b : m.named_buffers()) targets.push_back({b.name, b.tensor, leaf_name_of(b.name) == "num_batches_tracked"});
   std::set<std::string> known;
   for (const auto& t : targets) known.insert(t.name);
   for (const auto& bn : batch_norm_modules(m))

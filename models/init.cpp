@@ -20,16 +20,6 @@ uint64_t fnv1a64(const std::string& s) {
 }
 
 namespace {
-
-std::string parent_of(const std::string& name) {
-  const size_t dot = name.rfind('.');
-  return dot == std::string::npos ? "" : name.substr(0, dot);
-}
-std::string leaf_of(const std::string& name) {
-  const size_t dot = name.rfind('.');
-  return dot == std::string::npos ? name : name.substr(dot + 1);
-}
-
 struct Rule {
   // conv weight std from the weight shape [O, KH, KW, I/g]
   bool fan_out;
@@ -39,20 +29,18 @@ struct Rule {
 
 void initialize(Module& m, uint64_t seed, const std::string& component, const Rule& rule) {
   NoGradGuard no_grad;
-  std::set<std::string> batch_norms;
-  for (const auto& b : m.named_buffers())
-    if (leaf_of(b.name) == "running_mean") batch_norms.insert(parent_of(b.name));
+  const std::set<std::string> batch_norms = batch_norm_modules(m);
   std::map<std::string, int64_t> conv_fan_in;  // module name -> fan_in of its weight
   const auto params = m.named_parameters();
   for (const auto& p : params)
     if (p.tensor->dim() == 4) {
       const Tensor& w = *p.tensor;
-      conv_fan_in[parent_of(p.name)] = w.size(1) * w.size(2) * w.size(3);
+      conv_fan_in[module_path_of(p.name)] = w.size(1) * w.size(2) * w.size(3);
     }
 
   for (const auto& p : params) {
     Tensor& t = *p.tensor;
-    const std::string parent = parent_of(p.name), leaf = leaf_of(p.name);
+    const std::string parent = module_path_of(p.name), leaf = leaf_name_of(p.name);
     PhiloxStream rng(seed, RngPurpose::init, fnv1a64(component + "." + p.name));
     if (batch_norms.count(parent)) {
       SEG_ASSERT(leaf == "weight" || leaf == "bias", p.name);
