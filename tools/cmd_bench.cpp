@@ -112,16 +112,16 @@ int cmd_bench(const Args& args) {
   Allocator& alloc = allocator_for(device);
   double t_fwd = 0, t_bwd = 0, t_opt = 0;
   uint64_t allocs_after_warmup = 0;
-  int64_t skipped_measured = 0;
   // Warm-up counts applied steps only: under dynamic loss scaling the first steps on random data
   // usually overflow and are skipped, and a skipped step neither runs the optimizer nor creates its
   // state (momentum, master gradients), so measuring then would report too little memory and time.
-  // 50 skipped steps in a row would mean the scaler cannot find a working scale: an error.
-  int64_t applied = 0, skipped_in_warmup = 0;
+  // 50 skipped warm-up steps would mean the scaler cannot find a working scale: an error.
+  int64_t applied = 0, skipped_in_warmup = 0;  // the scaler counts the skipped steps
   bool measuring = false;
   for (int64_t measured_steps = 0; measured_steps < steps;) {
     if (!measuring && applied >= warmup) {
       measuring = true;
+      skipped_in_warmup = scaler.skipped_steps();
       prof::reset();
       prof::set_enabled(true);
       alloc.reset_peak();
@@ -146,11 +146,10 @@ int cmd_bench(const Args& args) {
     if (measuring) {
       t_fwd += f, t_bwd += b, t_opt += o;
       ++measured_steps;
-      if (!outcome.stepped) ++skipped_measured;
     } else if (outcome.stepped) {
       ++applied;
-    } else if (++skipped_in_warmup >= 50) {
-      throw Error(ErrorKind::runtime, "segtrain bench: 50 warm-up steps overflowed in a row (loss scale " +
+    } else if (scaler.skipped_steps() >= 50) {
+      throw Error(ErrorKind::runtime, "segtrain bench: 50 warm-up steps overflowed (loss scale " +
                                           std::to_string(scaler.scale()) + ")")
           .hint("try --amp-dtype bf16 or a smaller --size");
     }
@@ -164,7 +163,8 @@ int cmd_bench(const Args& args) {
               static_cast<unsigned long long>(alloc.stats().system_allocs - allocs_after_warmup));
   if (scaler.enabled())
     std::printf("loss scale %g; %lld warm-up steps and %lld of %lld measured steps skipped (gradient overflow)\n",
-                scaler.scale(), static_cast<long long>(skipped_in_warmup), static_cast<long long>(skipped_measured),
+                scaler.scale(), static_cast<long long>(skipped_in_warmup),
+                static_cast<long long>(scaler.skipped_steps() - skipped_in_warmup),
                 static_cast<long long>(steps));
 
   // Per-op table: by op and phase, then the 15 most expensive individual shapes.
