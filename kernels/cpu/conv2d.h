@@ -19,21 +19,11 @@
 
 #include <cstdint>
 
+#include "kernels/common/conv_shape.h"
+
 namespace seg::cpu {
 
-struct ConvShape {
-  int64_t N = 1, H = 1, W = 1, C = 1;  // input
-  int64_t O = 1, KH = 1, KW = 1;       // output channels, kernel
-  int64_t stride_h = 1, stride_w = 1, pad_h = 0, pad_w = 0, dil_h = 1, dil_w = 1, groups = 1;
-
-  int64_t Ho() const { return (H + 2 * pad_h - dil_h * (KH - 1) - 1) / stride_h + 1; }
-  int64_t Wo() const { return (W + 2 * pad_w - dil_w * (KW - 1) - 1) / stride_w + 1; }
-  int64_t Cg() const { return C / groups; }
-  int64_t Og() const { return O / groups; }
-  int64_t x_numel() const { return N * H * W * C; }
-  int64_t w_numel() const { return O * KH * KW * Cg(); }
-  int64_t y_numel() const { return N * Ho() * Wo() * O; }
-};
+using ::seg::ConvShape;  // kernels/common/conv_shape.h
 
 // The window arithmetic every fast kernel shares (the reference spells it out on its own).
 // Taps of output pixel (ho, wo) that fall inside the input: fn(kh, kw, h, w).

@@ -11,23 +11,17 @@
 #include <cstring>
 #include <type_traits>
 
+#include "kernels/common/copy_layout.h"
 #include "kernels/common/half.h"
 #include "kernels/cpu/convert.h"
 #include "kernels/cpu/thread_pool.h"
 
 namespace seg::cpu {
 
-constexpr int kMaxCopyDims = 6;
+using ::seg::CopyLayout;  // kernels/common/copy_layout.h (with coalesce())
+using ::seg::kMaxCopyDims;
+using ::seg::coalesce;
 
-struct CopyLayout {
-  int ndim = 0;
-  int64_t shape[kMaxCopyDims];
-  int64_t src_stride[kMaxCopyDims];
-  int64_t dst_stride[kMaxCopyDims];
-};
-
-// Drops size-1 dims and merges dims that are contiguous with their inner neighbour in both tensors.
-CopyLayout coalesce(const CopyLayout& in);
 
 template <class T> struct is_half16 : std::false_type {};
 template <> struct is_half16<f16> : std::true_type {};

@@ -16,21 +16,18 @@
 
 #include <cstdint>
 
+#include "kernels/common/pool_shape.h"
+
 namespace seg::cpu {
 
-struct PoolShape {
-  int64_t N = 1, H = 1, W = 1, C = 1;
-  int64_t kernel = 3, stride = 2, pad = 1;
-  int64_t Ho() const { return (H + 2 * pad - kernel) / stride + 1; }
-  int64_t Wo() const { return (W + 2 * pad - kernel) / stride + 1; }
-};
+using ::seg::PoolShape;  // kernels/common/pool_shape.h
+using ::seg::adaptive_start;
+using ::seg::adaptive_end;
 
 template <class T> void maxpool2d_forward(const PoolShape& s, const T* x, T* y, int32_t* argmax);
 template <class T> void maxpool2d_backward(const PoolShape& s, const T* dy, const int32_t* argmax, T* dx);
 template <class T> void maxpool2d_forward_ref(const PoolShape& s, const T* x, T* y, int32_t* argmax);
 
-inline int64_t adaptive_start(int64_t i, int64_t in, int64_t out) { return (i * in) / out; }
-inline int64_t adaptive_end(int64_t i, int64_t in, int64_t out) { return ((i + 1) * in + out - 1) / out; }
 
 template <class T>
 void adaptive_avgpool2d_forward(const T* x, int64_t N, int64_t H, int64_t W, int64_t C, int64_t Ho, int64_t Wo, T* y);

@@ -9,19 +9,6 @@
 
 namespace seg::cpu {
 
-template <class A>
-LinearTap<A> bilinear_tap(int64_t out_index, int64_t in_size, int64_t out_size) {
-  const A scale = static_cast<A>(in_size) / static_cast<A>(out_size);
-  A src = scale * (static_cast<A>(out_index) + A(0.5)) - A(0.5);
-  if (src < 0) src = 0;
-  const int64_t i0 = std::min(static_cast<int64_t>(src), in_size - 1);
-  const int64_t i1 = i0 < in_size - 1 ? i0 + 1 : i0;
-  const A l1 = src - static_cast<A>(i0);
-  return LinearTap<A>{i0, i1, A(1) - l1, l1};
-}
-template LinearTap<float> bilinear_tap<float>(int64_t, int64_t, int64_t);
-template LinearTap<double> bilinear_tap<double>(int64_t, int64_t, int64_t);
-
 namespace {
 template <class A>
 std::vector<LinearTap<A>> taps(int64_t in, int64_t out) {

@@ -12,19 +12,16 @@
 
 #include <cstdint>
 
+#include "kernels/common/resize_shape.h"
+
 namespace seg::cpu {
 
-struct ResizeShape {
-  int64_t N = 1, H = 1, W = 1, C = 1, Ho = 1, Wo = 1;
-};
-
-// The source indices and weights of one output coordinate, computed in A (float for float and half
-// tensors, as PyTorch's float path does; double for double tensors).
-template <class A> struct LinearTap {
-  int64_t i0, i1;
-  A l0, l1;
-};
-template <class A> LinearTap<A> bilinear_tap(int64_t out_index, int64_t in_size, int64_t out_size);
+// ResizeShape, and the source indices and weights of one output coordinate (bilinear_tap), computed
+// in A (float for float and half tensors, as PyTorch's float path does; double for double tensors):
+// kernels/common/resize_shape.h.
+using ::seg::ResizeShape;
+using ::seg::LinearTap;
+using ::seg::bilinear_tap;
 
 template <class T> void resize_bilinear_forward(const ResizeShape& s, const T* x, T* y);
 template <class T> void resize_bilinear_backward(const ResizeShape& s, const T* dy, T* dx);
