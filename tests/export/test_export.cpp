@@ -222,3 +222,40 @@ TEST_CASE("export: bad inputs give a usage or data error and no file") {
   }
   std::filesystem::remove_all(dir);
 }
+
+TEST_CASE("export --half: f16 weights and arithmetic, within the error of segtrain's own pure-half inference") {
+  // The reference error of half precision on this case: segtrain predict --amp O3 (everything in
+  // f16) against its f32 run. The f16 ONNX model may differ from f32 by a small multiple of that.
+  const std::string name = "ade20k-mobilenetv2dilated-c1_deepsup";
+  const std::string dir = closed_form_checkpoint(name);
+  const std::string img = noise_png(dir + "/noise.png", 64, 64);
+  auto predict = [&](const std::string& out, const std::vector<std::string>& extra) {
+    std::vector<std::string> a{"predict", "--cfg", config_path(name), "DIR", dir, "--checkpoint", "epoch_1.pth", "--imgs",
+                               img, "--npy", "--scales", "64", "DATASET.imgMaxSize", "64", "TEST.result", dir + "/" + out};
+    a.insert(a.end(), extra.begin(), extra.end());
+    const auto r = run_segtrain(a);
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+    return read_npy(dir + "/" + out + "/noise_probs.npy");
+  };
+  const Tensor f32 = predict("pred32", {}), o3 = predict("pred16", {"--amp", "O3"});
+  const auto half_err = seg::test::compare(o3, f32);
+  REQUIRE(std::isfinite(half_err.max_abs));
+  const double atol = std::max(1e-5, 4.0 * half_err.max_abs);
+  for (const bool half : {false, true}) {
+    std::vector<std::string> args{"export", "--cfg", config_path(name), "DIR", dir, "--checkpoint", "epoch_1.pth",
+                                  "--onnx", dir + (half ? "/h.onnx" : "/f.onnx"), "--size", "64"};
+    if (half) args.push_back("--half");
+    const auto r = run_segtrain(args);
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+  }
+  // The f16 file holds 2-byte weights: about half the f32 file.
+  CHECK(std::filesystem::file_size(dir + "/h.onnx") < 0.6 * std::filesystem::file_size(dir + "/f.onnx"));
+  std::string report;
+  const int rc = onnx_check({dir + "/h.onnx", img, "--npy", dir + "/pred32/noise_probs.npy", "--atol", std::to_string(atol)},
+                            report);
+  MESSAGE("--half: segtrain O3 vs f32 " << half_err.max_abs << "; " << report);
+  CHECK(rc == 0);
+  std::filesystem::remove_all(dir);
+}
