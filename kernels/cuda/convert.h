@@ -5,7 +5,7 @@
 // over contiguous arrays of n elements: the casts of autocast and of the master weights. They are
 // the contiguous path of copy_strided (kernels/cuda/copy.h, defined in copy.cu): 16-byte vector
 // accesses on the f32 side (4 elements per thread and step) when src and dst reach alignment at the
-// same element, scalar otherwise; 256 threads per block, at most 4096 blocks, grid-stride.
+// same element, scalar otherwise; 256 threads per block, at most 1024 blocks, grid-stride.
 // Bits: identical to the CPU for every non-NaN input; NaN stays NaN (payloads may differ, as between
 // the CPU's own scalar and SIMD paths).
 // Memory traffic: n * (4 + 2) bytes, one pass. Device pointers; no synchronisation, no allocation.

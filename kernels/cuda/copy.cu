@@ -16,7 +16,7 @@ using dev::device_t;
 using dev::Pack;
 
 constexpr int kBlock = 256;
-constexpr int64_t kMaxBlocks = 4096;
+constexpr int64_t kMaxBlocks = 1024;
 
 // Element offsets in src and dst of the multi-index number idx over the first dims dimensions of L
 // (row-major: the last of those dimensions varies fastest).

@@ -24,9 +24,10 @@
 //                the index decomposed over up to 6 dimensions; writes are in dst's index order.
 //                Reads of a transposed source are then strided (uncoalesced); a shared-memory
 //                tiled transpose would fix that, but no step of the training loop copies one.
-// Launch: 256 threads per block (8 warps: full occupancy at any register count this kernel uses),
-// grid = ceil(work / 256) capped at 4096 blocks, grid-stride loops beyond (1M threads in flight
-// is several times what an H100/H200 holds, so the cap never starves the GPU).
+// Launch: 256 threads per block (8 warps, few registers: full occupancy), grid = ceil(work / 256)
+// capped at 1024 blocks, grid-stride loops beyond: 262K threads, about one full wave of an H100/H200
+// (132 SMs x 2048 threads), each with a 16-byte access in flight per step, which is what saturates
+// HBM bandwidth; more blocks would only add scheduling.
 // Memory traffic: numel * (sizeof(S) + sizeof(D)) bytes; bandwidth-bound. fill: numel * sizeof(D).
 #pragma once
 

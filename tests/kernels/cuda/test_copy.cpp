@@ -156,7 +156,7 @@ TEST_CASE("cuda copy_strided: every dtype pair, every layout path, bit-exact aga
 }
 
 TEST_CASE("cuda copy_strided: a run longer than the grid cap (grid-stride loops), f32 -> f16 and f16 -> f16") {
-  const int64_t n = 4 * 4096 * 256 + 37;  // more packs than 4096 blocks x 256 threads
+  const int64_t n = 4 * 1024 * 256 + 37;  // more packs than 1024 blocks x 256 threads
   const CopyLayout L = make_layout({n}, {1}, {1});
   const std::vector<float> x = test::random_floats(static_cast<size_t>(n), 7, -3.0f, 3.0f);
   std::vector<f16> want(static_cast<size_t>(n));
