@@ -8,6 +8,7 @@
 //   group_sum / group_max(v, w) the same within aligned groups of w lanes (w a power of 2 <= 32)
 //   block_sum(v, scratch)       sum over the block, every thread gets it; blockDim.x a multiple of 32,
 //                               scratch a __shared__ array of 32 elements; two __syncthreads inside
+//   block_min(v, scratch)       the same with min (integers: first bad index and the like)
 //   grid_blocks(work, per_block, cap)  the grid size of a grid-stride loop: enough blocks for the
 //                               work, at most cap (a fixed cap, not the SM count: the partition of a
 //                               reduction then depends only on n, never on the GPU)
@@ -52,6 +53,22 @@ template <class T> __device__ __forceinline__ T block_sum(T v, T* scratch) {
   total = warp_sum(total);
   __syncthreads();  // scratch may be reused by the caller's next block_sum
   return total;
+}
+
+template <class T> __device__ __forceinline__ T block_min(T v, T* scratch) {
+  const int lane = static_cast<int>(threadIdx.x) & 31, warp = static_cast<int>(threadIdx.x) >> 5;
+  const int warps = static_cast<int>(blockDim.x) >> 5;
+  SEG_UNROLL
+  for (int offset = 16; offset > 0; offset >>= 1) {
+    const T o = __shfl_xor_sync(kFullMask, v, offset);
+    v = o < v ? o : v;
+  }
+  if (lane == 0) scratch[warp] = v;
+  __syncthreads();
+  T m = scratch[0];
+  for (int w = 1; w < warps; ++w) m = scratch[w] < m ? scratch[w] : m;
+  __syncthreads();
+  return m;
 }
 
 inline int grid_blocks(int64_t work, int64_t per_block, int64_t cap) {
