@@ -118,4 +118,24 @@ template <class T> inline bool pack_aligned(const T* p, int64_t i, int n_per_pac
   return (reinterpret_cast<uintptr_t>(p + i) % (sizeof(T) * static_cast<size_t>(n_per_pack))) == 0;
 }
 
+// How a kernel over n elements of several arrays (any element types) splits into packs of V: a
+// scalar head until the first array is pack-aligned, packs while all are (they must reach
+// alignment at the same element), then a scalar tail. Not vectorised (vector false, head 0,
+// packs n with V = 1) when the arrays do not align together.
+struct PackSplit {
+  bool vector;
+  int64_t head, packs;
+};
+template <int V, class P0, class... Ps> inline PackSplit pack_split(int64_t n, const P0* first, const Ps*... others) {
+  int64_t head = aligned_start(first, V);
+  if (head > n) head = n;
+  const bool together = (pack_aligned(others, head, V) && ...);
+  if (V == 1 || !together || n - head < V) return PackSplit{false, 0, n};
+  return PackSplit{true, head, (n - head) / V};
+}
+// Element index of the k-th scalar element outside the packs [head, tail): the head, then the tail.
+__device__ __forceinline__ int64_t edge_index(int64_t k, int64_t head, int64_t tail) {
+  return k < head ? k : tail + (k - head);
+}
+
 }  // namespace seg::cuda::dev
