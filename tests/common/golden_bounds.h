@@ -9,6 +9,7 @@
 //
 //   float32 run, per element  |ours - golden| <= 8 x PyTorch's max float32 error + 2^-24 |golden|
 //   float32 run, whole tensor ||ours - golden|| / ||golden|| <= 8 x PyTorch's relative L2 error + 2^-23
+//                             (where the golden records that error)
 //   float64 run, per element  |ours - golden| <= max(1e-12 max|golden|, 8 x PyTorch's max float32
 //                             error x 2^-29) + 2^-23 |golden|
 //
@@ -19,10 +20,15 @@
 // two summation orders (the deep gradients of the stride-32 ResNets, which float32 cannot compute at
 // all, need it); 1e-12 of the largest value covers the well-conditioned rest.
 //
-// The whole-tensor bound is what makes every float32 check able to fail: a tensor of zeros has
-// relative L2 error 1, and golden_check REQUIREs the bound to stay below 1/2. The per-element bound
-// alone could not do that for the deep gradients whose float32 error PyTorch itself leaves at half
-// their largest value and more.
+// Every float32 check must be able to fail on a tensor of zeros, and golden_check REQUIREs it: either
+// the per-element bound is below half of max|golden| (then zeros fail it), or the golden records
+// PyTorch's relative L2 error and that bound is below 1/2 (a tensor of zeros has relative L2 error 1).
+// The second is for the deep gradients whose float32 error PyTorch itself leaves at half their
+// largest value and more (the stride-32 ResNets' UPerNet cases), where no per-element bound can
+// reject zeros. Five of those (ResNet-50 UPerNet conv1.weight and layer2.0.bn2.weight; ResNet-101 UPerNet conv1.weight,
+// layer3.10.bn1.bias, ppm_conv.2.1.weight) PyTorch's float32 run misses by 12-106% of their norm:
+// float32 cannot compute them at this input size, so their float32 check is the per-element sanity
+// bound only, and the float64 run (whose bound always rejects zeros) is their check.
 #pragma once
 
 #include <doctest/doctest.h>
@@ -40,15 +46,16 @@
 namespace seg::test {
 
 // The multiple of PyTorch's own float32 error that ours may reach (same input, same weights, a
-// different order of float32 sums). Measured: ours is within 0.01-2.7x of PyTorch's on every op and
-// model tensor (docs/models.md lists the model numbers); 8 leaves room for other compilers, ISAs and
-// thread counts without hiding a real error.
+// different order of float32 sums). Measured: ours is within 0.03-2.4x of PyTorch's max error on the
+// 101 model tensors and up to 4.2x on the op goldens (docs/models.md); 8 leaves room for other
+// compilers, ISAs and thread counts without hiding a real error (the float32 BN mean this replaced
+// was 78x).
 constexpr double kF32Multiple = 8;
 
 struct TorchF32Error {
   double max_abs_err = 0;  // max |torch f32 - torch f64|
   double max_abs_ref = 0;  // max |torch f64|
-  double rel_l2_err = 0;   // ||torch f32 - torch f64|| / ||torch f64||
+  double rel_l2_err = -1;  // ||torch f32 - torch f64|| / ||torch f64||, -1 where not recorded
 };
 
 // The tensor entries of <dir>/f32_error.json as {result name: error} (the model goldens' scalar
@@ -61,7 +68,7 @@ inline std::map<std::string, TorchF32Error> read_f32_errors(const std::string& d
   for (const auto& [key, v] : j.items())
     if (v.is_object())
       out[key] = {v.at("max_abs_err").get<double>(), v.at("max_abs_ref").get<double>(),
-                  v.at("rel_l2_err").get<double>()};
+                  v.value("rel_l2_err", -1.0)};
   return out;
 }
 
@@ -77,12 +84,25 @@ inline void golden_check(const Tensor& ours, const Tensor& ref, const TorchF32Er
                             : Tolerance{kF32Multiple * e.max_abs_err, std::ldexp(1.0, -24)};
   const Comparison c = compare(ours, ref, tol);
   CHECK_MESSAGE(c.ok(), c.str());
-  if (!f64) {
-    const double l2_bound = kF32Multiple * e.rel_l2_err + std::ldexp(1.0, -23);
-    REQUIRE_MESSAGE(l2_bound < 0.5, what << ": the relative L2 bound " << l2_bound
-                                         << " would let a tensor of zeros pass (PyTorch's own float32 error is "
-                                         << e.rel_l2_err << ")");
-    CHECK_MESSAGE(c.rel_l2 <= l2_bound, "relative L2 error " << c.rel_l2 << " > " << l2_bound << "; " << c.str());
+  if (f64) {
+    REQUIRE_MESSAGE(tol.atol < 0.5 * e.max_abs_ref, what << ": the float64 bound " << tol.atol << " would let zeros pass");
+  } else {
+    const bool per_element_rejects_zeros = tol.atol < 0.5 * e.max_abs_ref;
+    REQUIRE_MESSAGE((per_element_rejects_zeros || e.rel_l2_err >= 0),
+                    what << ": the per-element bound " << tol.atol << " would let a tensor of zeros pass (max |ref| "
+                         << e.max_abs_ref << ") and the golden records no relative L2 error to bound instead");
+    if (e.rel_l2_err >= 0) {
+      const double l2_bound = kF32Multiple * e.rel_l2_err + std::ldexp(1.0, -23);
+      if (per_element_rejects_zeros || l2_bound < 0.5) {
+        CHECK_MESSAGE(c.rel_l2 <= l2_bound, "relative L2 error " << c.rel_l2 << " > " << l2_bound << "; " << c.str());
+      } else {
+        // PyTorch's own float32 run misses this quantity by more than 1/16 of its norm: float32
+        // cannot compute it (the UPerNet cases' deepest gradients, 12-106%). Only the per-element
+        // sanity bound above applies; the float64 run, whose bound rejects zeros, is its check.
+        MESSAGE(what << ": not computable in float32 (PyTorch's relative L2 error " << e.rel_l2_err
+                     << ", ours " << c.rel_l2 << "); checked exactly by the float64 run");
+      }
+    }
   }
   if (std::getenv("SEG_GOLDEN_VERBOSE"))
     MESSAGE(dtype << " " << what << ": max err " << c.max_abs << " (PyTorch f32 " << e.max_abs_err << ", x"
