@@ -10,9 +10,11 @@
 // (channels % V == 0 and every pointer 16-byte aligned, aligned16()); otherwise the same kernel runs
 // with V = 1. Integer packs (argmax) of 8 elements are 32 bytes with 16-byte alignment: two stores.
 //
-// Exact arithmetic: nvcc contracts a*b + c into one fma by default, g++ (ISO mode, which the CPU
-// kernels are built in) does not. Kernels that promise results bit-identical to their CPU twin spell
-// the operations with __fmul_rn / __fadd_rn, which nvcc never contracts.
+// Rounding: nvcc contracts a*b + c into one fma by default, and so does g++ for C++ (the CPU twins
+// and the simulator build, -ffp-contract=fast), each where its optimiser sees fit. Kernels follow the
+// CPU's order of operations, so results agree to a few ulps per operation; where two computations
+// of one value must agree exactly (an index derived from a float), they use __fmul_rn / __fadd_rn,
+// which are never contracted.
 #pragma once
 
 #include <cuda_bf16.h>

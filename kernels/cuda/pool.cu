@@ -90,7 +90,7 @@ SEG_UNROLL
         load_f32<V>(dy + o, g);
 SEG_UNROLL
         for (int v = 0; v < V; ++v)
-          if (a[v] == me) acc[v] = __fadd_rn(acc[v], g[v]);
+          if (a[v] == me) acc[v] += g[v];
       }
     store_f32<V>(dx + static_cast<int64_t>(pix) * d.C + c0, acc);
   }
@@ -122,11 +122,11 @@ SEG_UNROLL
         float val[V];
         load_f32<V>(x + (static_cast<int64_t>(n * d.H + h) * d.W + w) * d.C + c0, val);
 SEG_UNROLL
-        for (int v = 0; v < V; ++v) acc[v] = __fadd_rn(acc[v], val[v]);
+        for (int v = 0; v < V; ++v) acc[v] += val[v];
       }
     const float inv = 1.0f / static_cast<float>((h1 - h0) * (w1 - w0));
 SEG_UNROLL
-    for (int v = 0; v < V; ++v) acc[v] = __fmul_rn(acc[v], inv);
+    for (int v = 0; v < V; ++v) acc[v] *= inv;
     store_f32<V>(y + static_cast<int64_t>(pix) * d.C + c0, acc);
   }
 }
@@ -154,7 +154,7 @@ SEG_UNROLL
         float g[V];
         load_f32<V>(dy + (static_cast<int64_t>(n * d.Ho + oi) * d.Wo + oj) * d.C + c0, g);
 SEG_UNROLL
-        for (int v = 0; v < V; ++v) acc[v] = __fadd_rn(acc[v], __fmul_rn(g[v], inv));
+        for (int v = 0; v < V; ++v) acc[v] += g[v] * inv;
       }
     }
     store_f32<V>(dx + static_cast<int64_t>(pix) * d.C + c0, acc);

@@ -11,7 +11,10 @@
 //   hold (h, w) of dy * (1/count), gathered in (i, j) order. The windows holding row h are
 //   i in [floor(h*Ho/H), floor(((h+1)*Ho - 1)/H)] (from start(i) <= h < end(i)).
 //
-// Results are bit-identical to the CPU kernels (same f32 operations in the same order; no fma).
+// The CUDA kernels do the CPU's f32 operations in the CPU's order: max pooling (compares and sums
+// of dy) and the adaptive forward (sums, then one multiply) are bit-identical to the CPU; the
+// adaptive backward's acc += dy*inv may be fused into an fma on either side (nvcc and g++ both
+// contract by default), so it agrees to a few ulps.
 // Pointers are device pointers; nothing synchronises or allocates. Tensors must have < 2^31 elements.
 //
 // Launch: every kernel is a grid-stride loop over (pixel, channel pack): one thread owns V

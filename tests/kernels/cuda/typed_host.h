@@ -6,6 +6,7 @@
 #include <cuda_runtime.h>
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <type_traits>
@@ -29,7 +30,7 @@ template <class T> std::vector<double> widen(const std::vector<T>& v) {
   return out;
 }
 
-template <class T> const char* dtype_label() {
+template <class T> std::string dtype_label() {
   if constexpr (std::is_same_v<T, float>) return "f32";
   else if constexpr (std::is_same_v<T, f16>) return "f16";
   else return "bf16";
@@ -39,6 +40,37 @@ template <class T> double unit_roundoff() {
   if constexpr (std::is_same_v<T, float>) return 1.0 / (1 << 24);
   else if constexpr (std::is_same_v<T, f16>) return 1.0 / (1 << 11);
   else return 1.0 / (1 << 8);
+}
+
+// The agreement to expect between two f32 computations of one ordered sum of `terms` products that
+// differ only in which multiply-adds each compiler fused into an fma (the CPU twin under g++, the
+// kernel under nvcc or the simulator), then rounded to T: each side is within (terms+1)*2^-24 *
+// sum|products| of the exact sum (the textbook bound of a recursive sum, plus one rounding per
+// product), so their difference within twice that; the rounding to T adds up to one ulp of T
+// (2*unit_roundoff relative; plus 2^-24 absolute for f16 subnormals).
+template <class T> Tolerance f32_sum_tolerance(int64_t terms, double max_abs_sum) {
+  Tolerance t;
+  t.atol = 2.0 * static_cast<double>(terms + 1) * (1.0 / (1 << 24)) * max_abs_sum;
+  if constexpr (!std::is_same_v<T, float>) {
+    t.rtol = 2.0 * unit_roundoff<T>();
+    if constexpr (std::is_same_v<T, f16>) t.atol += 1.0 / (1 << 24);
+  }
+  return t;
+}
+
+template <class T> double max_abs(const std::vector<T>& v) {
+  double m = 0;
+  for (const T& t : v) {
+    const double a = std::fabs(static_cast<double>(static_cast<float>(t)));
+    if (a > m) m = a;
+  }
+  return m;
+}
+template <class T> std::vector<T> abs_values(const std::vector<T>& v) {
+  std::vector<T> out;
+  out.reserve(v.size());
+  for (const T& t : v) out.push_back(static_cast<T>(std::fabs(static_cast<float>(t))));
+  return out;
 }
 
 // n elements of T at element `offset` of a DeviceBuffer (offset 1 makes a pointer that is not
