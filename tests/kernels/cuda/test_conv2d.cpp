@@ -140,7 +140,10 @@ const Case kCases[] = {
 }  // namespace
 
 TEST_CASE("cuda conv2d forward and backward equal the double reference, every path and dtype") {
-  const std::vector<ConvAlgo> algos = {ConvAlgo::automatic, ConvAlgo::implicit_gemm, ConvAlgo::direct};
+  // Automatic is the implicit GEMM for dense shapes and the depthwise kernels for depthwise ones,
+  // where the implicit GEMM is forced too (groups = C, Cg = Og = 1). These run under every schedule;
+  // the direct fallback (no shared memory, no barriers: nothing a schedule can change) round-robin
+  // only, to keep the sanitizer runs short.
   for (const Case& c : kCases) {
     CAPTURE(c.N);
     CAPTURE(c.H);
@@ -152,9 +155,14 @@ TEST_CASE("cuda conv2d forward and backward equal the double reference, every pa
     CAPTURE(c.pad);
     CAPTURE(c.dil);
     CAPTURE(c.groups);
+    std::vector<ConvAlgo> algos = {ConvAlgo::automatic};
+    if (seg::cuda::conv2d_is_depthwise(shape_of(c))) algos.push_back(ConvAlgo::implicit_gemm);
     check_conv<float>(c, algos, cuda_configs());
     check_conv<seg::f16>(c, algos, cuda_configs());
     check_conv<seg::bf16>(c, algos, cuda_configs());
+    check_conv<float>(c, {ConvAlgo::direct}, cuda_config_rr());
+    check_conv<seg::f16>(c, {ConvAlgo::direct}, cuda_config_rr());
+    check_conv<seg::bf16>(c, {ConvAlgo::direct}, cuda_config_rr());
   }
 }
 
