@@ -140,6 +140,14 @@ void bn_finalize(const double* mean_in, const double* m2_in, int64_t C, double M
                            gamma[c], running_mean[c], running_var[c], mean[c], invstd[c], scale[c]);
 }
 
+void bn_sync_first(const double* mean, int64_t P, int64_t C, double* sums) {
+  for (int64_t c = 0; c < C; ++c) sums[c] = bn_sync_first_channel(mean[c], P);
+}
+
+void bn_sync_second(const double* sums, double M, int64_t P, int64_t C, double* mean, double* m2) {
+  for (int64_t c = 0; c < C; ++c) bn_sync_second_channel(sums[c], M, P, mean[c], m2[c]);
+}
+
 template <class A>
 void bn_backward_coefficients(const double* sum_dy, const double* sum_dy_xhat, int64_t C, double M, bool training,
                               const A* gamma, const A* invstd, A* k1, A* k2, A* k3) {
