@@ -10,6 +10,7 @@
 
 #include "core/autograd.h"
 #include "layers/anomaly.h"
+#include "layers/autocast.h"
 #include "layers/conv2d.h"
 #include "layers/ops.h"
 
@@ -58,6 +59,37 @@ TEST_CASE("anomaly: an f16 conv whose output overflows 65504 is named, forward, 
   CHECK(error_of([&] {
           ScopedOpObserver observe(det);
           net.block->conv->forward(x);
+        }) == "");
+}
+
+TEST_CASE("anomaly: an f32 activation that overflows at the next op's f16 storage is named at that cast (O1)") {
+  // Under O1 an f32 value above 65504 (BN, add and ReLU run in f32 or the widest dtype) is finite
+  // until the next convolution casts its input to f16. The detector names that cast, inside the conv's
+  // module, with the f32 input's range: the overflow is reported where the storage dtype changes.
+  Net net;
+  AmpConfig amp;
+  amp.level = AmpLevel::O1;
+  const Tensor x = Tensor::full({1, 4, 4, 2}, 1e5, DType::f32);  // finite in f32, inf in f16
+  AnomalyDetector det(net);
+  det.begin_step(1.0, false);
+  const std::string report = error_of([&] {
+    ScopedOpObserver observe(det);
+    Autocast autocast(amp);
+    net.block->conv->forward(x);
+  });
+  INFO(report);
+  CHECK(report.find("anomaly: forward cast") != std::string::npos);
+  CHECK(report.find("block.conv") != std::string::npos);
+  CHECK(report.find("from finite inputs") != std::string::npos);
+  CHECK(report.find("f32") != std::string::npos);
+  CHECK(report.find("max 1e+05") != std::string::npos);
+  CHECK(report.find("inf 32") != std::string::npos);  // every element of [1,4,4,2]
+  // Values within f16's range: nothing.
+  const Tensor small = Tensor::full({1, 4, 4, 2}, 100.0, DType::f32);
+  CHECK(error_of([&] {
+          ScopedOpObserver observe(det);
+          Autocast autocast(amp);
+          net.block->conv->forward(small);
         }) == "");
 }
 
