@@ -1,13 +1,22 @@
 // The one place that chooses how a convolution runs on the CPU, float32 and float64 alike.
-//   depthwise (groups == C == O)  -> conv2d_depthwise.cpp (vector loops over channels)
-//   everything else               -> conv2d_gemm.cpp (implicit GEMM)
-// SEG_CONV_ALGO=direct|gemm|depthwise|auto (or set_conv_algo) forces a path for tests and benchmarks;
-// forcing depthwise on a non-depthwise shape falls back to automatic.
+//   depthwise (groups == C == O)             -> conv2d_depthwise.cpp (vector loops over channels)
+//   3x3 stride 1 dense, float32, by table    -> conv2d_winograd.cpp (F(2x2) or F(4x4))
+//   everything else                          -> conv2d_gemm.cpp (implicit GEMM)
+// SEG_CONV_ALGO (or set_conv_algo) forces a path for tests and benchmarks; a forced path that cannot
+// run the shape or the element type falls back to automatic (conv2d.h).
+//
+// The Winograd table (winograd_tile below) comes from the kernel lab (build/bin/lab_winograd, which
+// times every variant against the implicit GEMM on the 3x3 layers of ResNet50dilated, the PPM
+// decoder and MobileNetV2's C1 head) and from the error measurement in docs/performance.md
+// ("Winograd"): no tile is used whose measured error on those layers exceeds 8x the implicit
+// GEMM's own float32 error there, which rules out F(6x6) (docs/performance.md gives its numbers).
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <type_traits>
 
 #include "kernels/cpu/conv2d.h"
+#include "kernels/cpu/conv2d_winograd.h"
 
 namespace seg::cpu {
 
@@ -15,49 +24,108 @@ namespace {
 ConvAlgo algo_from_env() {
   const char* env = std::getenv("SEG_CONV_ALGO");
   if (!env) return ConvAlgo::automatic;
-  if (!std::strcmp(env, "direct")) return ConvAlgo::direct;
-  if (!std::strcmp(env, "gemm")) return ConvAlgo::gemm;
-  if (!std::strcmp(env, "depthwise")) return ConvAlgo::depthwise;
+  for (ConvAlgo a : {ConvAlgo::direct, ConvAlgo::gemm, ConvAlgo::depthwise, ConvAlgo::winograd, ConvAlgo::winograd2,
+                     ConvAlgo::winograd4, ConvAlgo::winograd6})
+    if (!std::strcmp(env, conv_algo_name(a))) return a;
   return ConvAlgo::automatic;
 }
 std::atomic<int>& algo_state() {
   static std::atomic<int> state{static_cast<int>(algo_from_env())};
   return state;
 }
-ConvAlgo pick(const ConvShape& s) {
-  const ConvAlgo forced = conv_algo();
-  if (forced == ConvAlgo::direct || forced == ConvAlgo::gemm) return forced;
-  return conv2d_is_depthwise(s) ? ConvAlgo::depthwise : ConvAlgo::gemm;
+
+ConvAlgo winograd_of(int m) { return m == 2 ? ConvAlgo::winograd2 : m == 6 ? ConvAlgo::winograd6 : ConvAlgo::winograd4; }
+int tile_of(ConvAlgo a) { return a == ConvAlgo::winograd2 ? 2 : a == ConvAlgo::winograd6 ? 6 : 4; }
+
+// The GEMM a pass runs, in the forward form of conv2d_winograd.h: depth K, outputs N, output pixels.
+struct PassShape {
+  int64_t K, N, pixels;
+};
+PassShape pass_shape(const ConvShape& s, ConvPass pass) {
+  const int64_t out = s.N * s.Ho() * s.Wo(), in = s.N * s.H * s.W;
+  if (pass == ConvPass::backward_data) return {s.O, s.C, in};
+  return {s.C, s.O, out};
+}
+
+// The measured table: the Winograd tile for a 3x3 stride-1 dense float32 layer, 0 = implicit GEMM.
+int winograd_tile(const ConvShape& s, ConvPass pass) {
+  const PassShape p = pass_shape(s, pass);
+  if (p.K < 32 || p.N < 32) return 0;
+  return 4;
+}
+
+bool is_winograd(ConvAlgo a) {
+  return a == ConvAlgo::winograd || a == ConvAlgo::winograd2 || a == ConvAlgo::winograd4 || a == ConvAlgo::winograd6;
 }
 }  // namespace
 
 ConvAlgo conv_algo() { return static_cast<ConvAlgo>(algo_state().load(std::memory_order_relaxed)); }
 void set_conv_algo(ConvAlgo algo) { algo_state().store(static_cast<int>(algo), std::memory_order_relaxed); }
 
+const char* conv_algo_name(ConvAlgo algo) {
+  switch (algo) {
+    case ConvAlgo::automatic: return "auto";
+    case ConvAlgo::direct: return "direct";
+    case ConvAlgo::gemm: return "gemm";
+    case ConvAlgo::depthwise: return "depthwise";
+    case ConvAlgo::winograd: return "winograd";
+    case ConvAlgo::winograd2: return "winograd2";
+    case ConvAlgo::winograd4: return "winograd4";
+    case ConvAlgo::winograd6: return "winograd6";
+  }
+  return "?";
+}
+
+ConvAlgo conv_algo_chosen(const ConvShape& s, ConvPass pass, bool f32) {
+  const ConvAlgo forced = conv_algo();
+  if (forced == ConvAlgo::direct || forced == ConvAlgo::gemm) return forced;
+  const bool winograd_ok = f32 && conv2d_winograd_applicable(s);
+  if (is_winograd(forced) && winograd_ok) {
+    if (forced != ConvAlgo::winograd) return forced;
+    const int m = winograd_tile(s, pass);
+    return winograd_of(m ? m : 4);
+  }
+  if (conv2d_is_depthwise(s)) return ConvAlgo::depthwise;
+  if (winograd_ok) {
+    const int m = winograd_tile(s, pass);
+    if (m) return winograd_of(m);
+  }
+  return ConvAlgo::gemm;
+}
+
 template <class T>
 void conv2d_forward(const ConvShape& s, const T* x, const T* w, const T* b, T* y) {
-  switch (pick(s)) {
+  const ConvAlgo a = conv_algo_chosen(s, ConvPass::forward, std::is_same_v<T, float>);
+  if constexpr (std::is_same_v<T, float>)
+    if (is_winograd(a)) return conv2d_forward_winograd(tile_of(a), s, x, w, b, y);
+  switch (a) {
     case ConvAlgo::depthwise: return conv2d_forward_depthwise<T>(s, x, w, b, y);
-    case ConvAlgo::gemm: return conv2d_forward_gemm<T>(s, x, w, b, y);
-    default: return conv2d_forward_direct<T>(s, x, w, b, y);
+    case ConvAlgo::direct: return conv2d_forward_direct<T>(s, x, w, b, y);
+    default: return conv2d_forward_gemm<T>(s, x, w, b, y);
   }
 }
 
 template <class T>
 void conv2d_backward_data(const ConvShape& s, const T* w, const T* dy, T* dx) {
-  switch (pick(s)) {
+  const ConvAlgo a = conv_algo_chosen(s, ConvPass::backward_data, std::is_same_v<T, float>);
+  if constexpr (std::is_same_v<T, float>)
+    if (is_winograd(a)) return conv2d_backward_data_winograd(tile_of(a), s, w, dy, dx);
+  switch (a) {
     case ConvAlgo::depthwise: return conv2d_backward_data_depthwise<T>(s, w, dy, dx);
-    case ConvAlgo::gemm: return conv2d_backward_data_gemm<T>(s, w, dy, dx);
-    default: return conv2d_backward_data_direct<T>(s, w, dy, dx);
+    case ConvAlgo::direct: return conv2d_backward_data_direct<T>(s, w, dy, dx);
+    default: return conv2d_backward_data_gemm<T>(s, w, dy, dx);
   }
 }
 
 template <class T>
 void conv2d_backward_weight(const ConvShape& s, const T* x, const T* dy, T* dw, T* db) {
-  switch (pick(s)) {
+  const ConvAlgo a = conv_algo_chosen(s, ConvPass::backward_weight, std::is_same_v<T, float>);
+  if constexpr (std::is_same_v<T, float>)
+    if (is_winograd(a)) return conv2d_backward_weight_winograd(tile_of(a), s, x, dy, dw, db);
+  switch (a) {
     case ConvAlgo::depthwise: return conv2d_backward_weight_depthwise<T>(s, x, dy, dw, db);
-    case ConvAlgo::gemm: return conv2d_backward_weight_gemm<T>(s, x, dy, dw, db);
-    default: return conv2d_backward_weight_direct<T>(s, x, dy, dw, db);
+    case ConvAlgo::direct: return conv2d_backward_weight_direct<T>(s, x, dy, dw, db);
+    default: return conv2d_backward_weight_gemm<T>(s, x, dy, dw, db);
   }
 }
 
