@@ -21,6 +21,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "kernels/common/conv_shape.h"
 
@@ -99,6 +100,20 @@ enum class ConvPass { forward, backward_data, backward_weight };
 // float64), with the current override applied: never `automatic` or `winograd`.
 ConvAlgo conv_algo_chosen(const ConvShape& s, ConvPass pass, bool f32);
 const char* conv_algo_name(ConvAlgo algo);  // "gemm", "winograd4", ... (the SEG_CONV_ALGO spelling)
+const char* conv_pass_name(ConvPass pass);  // "forward", "backward data", "backward weight"
+
+// What the entry points below ran, one entry per distinct (shape, pass, element type), in the order
+// of their first call, while recording is on (`segtrain bench --verbose` prints it). Off by default:
+// then the entry points only test one atomic flag.
+struct ConvChoice {
+  ConvShape shape;
+  ConvPass pass;
+  bool f32;
+  ConvAlgo algo;
+  int64_t calls;
+};
+void set_conv_choice_recording(bool on);  // on: also clears what was recorded
+std::vector<ConvChoice> conv_choices();
 
 // The entry points the conv op calls (T = float or double): the one place that picks the algorithm.
 template <class T> void conv2d_forward(const ConvShape& s, const T* x, const T* w, const T* b, T* y);

@@ -10,9 +10,11 @@
 // decoder and MobileNetV2's C1 head) and from the error measurement in docs/performance.md
 // ("Winograd"): no tile is used whose measured error on those layers exceeds 8x the implicit
 // GEMM's own float32 error there, which rules out F(6x6) (docs/performance.md gives its numbers).
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <type_traits>
 
 #include "kernels/cpu/conv2d.h"
@@ -57,7 +59,53 @@ int winograd_tile(const ConvShape& s, ConvPass pass) {
 bool is_winograd(ConvAlgo a) {
   return a == ConvAlgo::winograd || a == ConvAlgo::winograd2 || a == ConvAlgo::winograd4 || a == ConvAlgo::winograd6;
 }
+
+// The choice log (header): a linear search, as a model has a few dozen distinct layers.
+std::atomic<bool> g_recording{false};
+std::mutex g_choices_mutex;
+std::vector<ConvChoice>& choices() {
+  static std::vector<ConvChoice> v;
+  return v;
+}
+bool same_shape(const ConvShape& a, const ConvShape& b) {
+  return a.N == b.N && a.H == b.H && a.W == b.W && a.C == b.C && a.O == b.O && a.KH == b.KH && a.KW == b.KW &&
+         a.stride_h == b.stride_h && a.stride_w == b.stride_w && a.pad_h == b.pad_h && a.pad_w == b.pad_w &&
+         a.dil_h == b.dil_h && a.dil_w == b.dil_w && a.groups == b.groups;
+}
+template <class T>
+ConvAlgo choose(const ConvShape& s, ConvPass pass) {
+  constexpr bool f32 = std::is_same_v<T, float>;
+  const ConvAlgo a = conv_algo_chosen(s, pass, f32);
+  if (g_recording.load(std::memory_order_relaxed)) {
+    const std::lock_guard<std::mutex> lock(g_choices_mutex);
+    auto& v = choices();
+    auto it = std::find_if(v.begin(), v.end(), [&](const ConvChoice& c) {
+      return c.pass == pass && c.f32 == f32 && c.algo == a && same_shape(c.shape, s);
+    });
+    if (it == v.end()) v.push_back({s, pass, f32, a, 1});
+    else ++it->calls;
+  }
+  return a;
+}
 }  // namespace
+
+void set_conv_choice_recording(bool on) {
+  const std::lock_guard<std::mutex> lock(g_choices_mutex);
+  if (on) choices().clear();
+  g_recording.store(on, std::memory_order_relaxed);
+}
+std::vector<ConvChoice> conv_choices() {
+  const std::lock_guard<std::mutex> lock(g_choices_mutex);
+  return choices();
+}
+const char* conv_pass_name(ConvPass pass) {
+  switch (pass) {
+    case ConvPass::forward: return "forward";
+    case ConvPass::backward_data: return "backward data";
+    case ConvPass::backward_weight: return "backward weight";
+  }
+  return "?";
+}
 
 ConvAlgo conv_algo() { return static_cast<ConvAlgo>(algo_state().load(std::memory_order_relaxed)); }
 void set_conv_algo(ConvAlgo algo) { algo_state().store(static_cast<int>(algo), std::memory_order_relaxed); }
@@ -95,7 +143,7 @@ ConvAlgo conv_algo_chosen(const ConvShape& s, ConvPass pass, bool f32) {
 
 template <class T>
 void conv2d_forward(const ConvShape& s, const T* x, const T* w, const T* b, T* y) {
-  const ConvAlgo a = conv_algo_chosen(s, ConvPass::forward, std::is_same_v<T, float>);
+  const ConvAlgo a = choose<T>(s, ConvPass::forward);
   if constexpr (std::is_same_v<T, float>)
     if (is_winograd(a)) return conv2d_forward_winograd(tile_of(a), s, x, w, b, y);
   switch (a) {
@@ -107,7 +155,7 @@ void conv2d_forward(const ConvShape& s, const T* x, const T* w, const T* b, T* y
 
 template <class T>
 void conv2d_backward_data(const ConvShape& s, const T* w, const T* dy, T* dx) {
-  const ConvAlgo a = conv_algo_chosen(s, ConvPass::backward_data, std::is_same_v<T, float>);
+  const ConvAlgo a = choose<T>(s, ConvPass::backward_data);
   if constexpr (std::is_same_v<T, float>)
     if (is_winograd(a)) return conv2d_backward_data_winograd(tile_of(a), s, w, dy, dx);
   switch (a) {
@@ -119,7 +167,7 @@ void conv2d_backward_data(const ConvShape& s, const T* w, const T* dy, T* dx) {
 
 template <class T>
 void conv2d_backward_weight(const ConvShape& s, const T* x, const T* dy, T* dw, T* db) {
-  const ConvAlgo a = conv_algo_chosen(s, ConvPass::backward_weight, std::is_same_v<T, float>);
+  const ConvAlgo a = choose<T>(s, ConvPass::backward_weight);
   if constexpr (std::is_same_v<T, float>)
     if (is_winograd(a)) return conv2d_backward_weight_winograd(tile_of(a), s, x, dy, dw, db);
   switch (a) {
