@@ -86,7 +86,7 @@ void conv2d_backward_weight_depthwise(const ConvShape& s, const T* x, const T* d
 // Which implementation conv2d uses. `automatic` picks depthwise, Winograd or implicit GEMM per layer
 // and pass (kernels/cpu/conv2d_dispatch.cpp has the rules and the measurements behind them); the
 // others force one path (tests, benchmarks): winograd2/4/6 = F(2x2/4x4/6x6, 3x3), `winograd` = the
-// Winograd tile the automatic rules would use where they use one, else F(4x4). A forced path that
+// Winograd tile the automatic rules would use where they use one, else F(2x2). A forced path that
 // cannot run a shape (depthwise on a dense conv, Winograd on a strided one) falls back to automatic.
 // Float64 never runs Winograd (its float64 runs are references: gradient checks, golden runs), and
 // runs the same index logic as float32 otherwise. Set through set_conv_algo() or SEG_CONV_ALGO

@@ -6,8 +6,8 @@
 //           reference in tests/kernels/test_conv_paths.cpp), as max |f32 - f64| / max |f64| over the
 //           tensor, and its ratio to the float32 implicit GEMM's error. Inputs like a trained
 //           network's: x >= 0 (half-normal: post-ReLU), w ~ N(0, 2 / (9 C)) (He), dy ~ N(0, 1).
-//           The dispatcher (kernels/cpu/conv2d_dispatch.cpp) uses no tile whose ratio exceeds 10 on
-//           any of these layers.
+//           The dispatcher (kernels/cpu/conv2d_dispatch.cpp) picks no tile whose ratio exceeds 1 on
+//           any of these layers (F(2x2): 0.7).
 //   time    CPU seconds per call of each path (validated first against the float32 implicit GEMM),
 //           as milliseconds and as the implicit GEMM's FLOP count per second (2 * pixels * O * 9C:
 //           "effective" GFLOP/s, so the columns compare directly).

@@ -255,9 +255,20 @@ TEST_CASE("conv dispatcher: every algorithm name round-trips; Winograd only wher
   one.KH = one.KW = 1;
   one.pad_h = one.pad_w = 0;
   CHECK(conv_algo_chosen(one, ConvPass::forward, true) == ConvAlgo::gemm);
-  set_conv_algo(ConvAlgo::winograd);  // the table's tile where it picks one, else F(4x4)
+  set_conv_algo(ConvAlgo::winograd);  // the automatic tile where it picks one, else F(2x2)
   const ConvAlgo w = conv_algo_chosen(s, ConvPass::forward, true);
-  CHECK((w == ConvAlgo::winograd2 || w == ConvAlgo::winograd4));
+  CHECK(w == ConvAlgo::winograd2);
+  // The automatic rule (conv2d_dispatch.cpp): F(2x2) for 3x3 stride-1 dense float32 layers with at
+  // least 32 channels on the GEMM's depth and output side, every pass; the implicit GEMM otherwise.
+  set_conv_algo(ConvAlgo::automatic);
+  for (ConvPass p : {ConvPass::forward, ConvPass::backward_data, ConvPass::backward_weight}) {
+    CHECK(conv_algo_chosen(s, p, true) == ConvAlgo::winograd2);
+    CHECK(conv_algo_chosen(s, p, false) == ConvAlgo::gemm);
+    CHECK(conv_algo_chosen(strided, p, true) == ConvAlgo::gemm);
+  }
+  ConvShape narrow = s;
+  narrow.O = 16;
+  CHECK(conv_algo_chosen(narrow, ConvPass::forward, true) == ConvAlgo::gemm);
   set_conv_algo(saved);
 }
 
