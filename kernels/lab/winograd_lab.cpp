@@ -55,7 +55,7 @@ const Layer kLayers[] = {
     {"ppm conv_last 4096->512", 4096, 512, 8, 1, 1},
     {"ppm cbr_deepsup 1024->256", 1024, 256, 8, 1, 1},
     {"c1 cbr 320->80 (mobilenetv2)", 320, 80, 8, 1, 1},
-    {"c1 cbr_deepsup 160->40 (mobilenetv2)", 160, 40, 8, 1, 1},
+    {"c1 cbr_deepsup 160->80 (mobilenetv2)", 160, 80, 8, 1, 1},
 };
 
 const char* kPasses[] = {"forward", "backward data", "backward weight"};
