@@ -38,9 +38,9 @@ cpu::ConvShape conv_shape(const Tensor& x, const Tensor& w, const Conv2dOptions&
   return s;
 }
 
-// The computation for one dtype. f32 and f64 run the same paths (kernels/cpu/conv2d_dispatch.cpp:
-// implicit GEMM or depthwise; f64 with a plain double GEMM), so the f64 gradient checks test the
-// production index logic; f16/bf16 are widened to f32 for the arithmetic and the result is rounded
+// The computation for one dtype. f32 and f64 run the same index logic (kernels/cpu/conv2d_dispatch.cpp:
+// implicit GEMM or depthwise; f64 with a plain double GEMM), so the f64 gradient checks test it; f32
+// also runs Winograd F(2x2) on 3x3 stride-1 dense layers, which f64 never does; f16/bf16 are widened to f32 for the arithmetic and the result is rounded
 // once to the storage type (a CPU has no faster half arithmetic; the GPU path uses tensor cores).
 Tensor conv_forward(const cpu::ConvShape& s, const Tensor& x, const Tensor& w, const Tensor& b) {
   if (is_half(x.dtype())) {

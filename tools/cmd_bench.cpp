@@ -14,6 +14,7 @@
 #include "core/op_observer.h"
 #include "core/profiler.h"
 #include "core/rng.h"
+#include "kernels/cpu/conv2d.h"
 #include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/thread_pool.h"
 #include "layers/amp_model.h"
@@ -30,7 +31,7 @@ namespace {
 const char* kUsage =
     "usage: segtrain bench [--model ENCODER-DECODER | --cfg FILE] [--size S] [--batch B] [--steps N]\n"
     "                      [--warmup N] [--amp LEVEL] [--amp-dtype T] [--num-class K] [--ops-json FILE]\n"
-    "                      [--detect-anomaly] [--threads N] [--device D]\n"
+    "                      [--detect-anomaly] [--threads N] [--device D] [--verbose]\n"
     "\n"
     "Times N training steps (after warm-up) of a model on random S x S images: forward, backward and\n"
     "optimizer step, images per second and peak memory, then a table of the time spent per op. The\n"
@@ -39,6 +40,9 @@ const char* kUsage =
     "tools/bench/torch_ops.py, which times the same ops in PyTorch and prints the ratio.\n"
     "With dynamic loss scaling (--amp O1..O3 in f16) warm-up counts only steps that were applied\n"
     "(the first steps usually overflow while the scale settles); skipped steps are reported.\n"
+    "--verbose also prints, for every distinct convolution of the measured steps and each pass, the\n"
+    "algorithm the CPU conv dispatcher ran (implicit GEMM, depthwise, Winograd F(2x2)/F(4x4)/F(6x6),\n"
+    "direct; SEG_CONV_ALGO overrides it, docs/performance.md \"Winograd\").\n"
     "--detect-anomaly runs the checker of `segtrain train --detect-anomaly` on every op (its cost).\n"
     "\n"
     "defaults: --model mobilenetv2dilated-c1_deepsup --size 256 --batch 4 --steps 3 --warmup 2\n"
@@ -46,6 +50,24 @@ const char* kUsage =
     "examples:\n"
     "  segtrain bench --model resnet50dilated-ppm_deepsup --size 256 --batch 4 --threads 2\n"
     "  segtrain bench --model mobilenetv2dilated-c1_deepsup --amp O2 --ops-json /tmp/ops.json\n";
+
+// --verbose: the CPU conv dispatcher's choice per distinct layer and pass of the measured steps.
+void print_conv_choices(const std::vector<cpu::ConvChoice>& choices, int64_t steps) {
+  std::printf("\nconvolutions (CPU dispatcher, SEG_CONV_ALGO=%s): input NxHxWxC -> O, kernel/stride/pad/dilation/groups\n",
+              cpu::conv_algo_name(cpu::conv_algo()));
+  std::printf("%-40s %-16s %-10s %s\n", "layer", "pass", "algorithm", "calls/step");
+  for (const auto& c : choices) {
+    const cpu::ConvShape& s = c.shape;
+    char layer[96];
+    std::snprintf(layer, sizeof layer, "%lldx%lldx%lldx%lld->%lld k%lld s%lld p%lld d%lld g%lld",
+                  static_cast<long long>(s.N), static_cast<long long>(s.H), static_cast<long long>(s.W),
+                  static_cast<long long>(s.C), static_cast<long long>(s.O), static_cast<long long>(s.KH),
+                  static_cast<long long>(s.stride_h), static_cast<long long>(s.pad_h), static_cast<long long>(s.dil_h),
+                  static_cast<long long>(s.groups));
+    std::printf("%-40s %-16s %-10s %lld%s\n", layer, cpu::conv_pass_name(c.pass), cpu::conv_algo_name(c.algo),
+                static_cast<long long>(c.calls / steps), c.f32 ? "" : " (float64)");
+  }
+}
 
 double since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -58,8 +80,8 @@ int cmd_bench(const Args& args) {
     return 0;
   }
   const CommonFlags flags = parse_common_flags(
-      args, {"--detect-anomaly"}, {"--model", "--size", "--batch", "--steps", "--warmup", "--num-class", "--ops-json"});
-  bool detect_anomaly = false;
+      args, {"--detect-anomaly", "--verbose"}, {"--model", "--size", "--batch", "--steps", "--warmup", "--num-class", "--ops-json"});
+  bool detect_anomaly = false, verbose = false;
   std::string model_name = "mobilenetv2dilated-c1_deepsup", ops_json;
   int64_t size = 256, batch = 4, steps = 3, warmup = 2, num_class = 150;
   auto number = [](const std::string& flag, const std::string& v) {
@@ -68,13 +90,13 @@ int cmd_bench(const Args& args) {
     if (*end || n < 1) throw Error(ErrorKind::usage, flag + " needs a positive integer, got '" + v + "'").key(flag);
     return static_cast<int64_t>(n);
   };
-  for (size_t i = 0; i < flags.rest.size(); i += 2) {
-    if (flags.rest[i] == "--detect-anomaly") {
-      detect_anomaly = true;
-      --i;  // a flag without a value
+  for (size_t i = 0; i < flags.rest.size(); ++i) {
+    const std::string& a = flags.rest[i];
+    if (a == "--detect-anomaly" || a == "--verbose") {  // flags without a value
+      (a == "--verbose" ? verbose : detect_anomaly) = true;
       continue;
     }
-    const std::string &a = flags.rest[i], &v = flags.rest[i + 1];
+    const std::string& v = flags.rest[++i];
     if (a == "--model") model_name = v;
     else if (a == "--size") size = number(a, v);
     else if (a == "--batch") batch = number(a, v);
@@ -139,6 +161,7 @@ int cmd_bench(const Args& args) {
       skipped_in_warmup = scaler.skipped_steps();
       prof::reset();
       prof::set_enabled(true);
+      if (verbose) cpu::set_conv_choice_recording(true);
       alloc.reset_peak();
       allocs_after_warmup = alloc.stats().system_allocs;
     }
@@ -177,6 +200,7 @@ int cmd_bench(const Args& args) {
     }
   }
   prof::set_enabled(false);
+  cpu::set_conv_choice_recording(false);
   const double n = static_cast<double>(steps), total = (t_fwd + t_bwd + t_opt) / n;
   std::printf("per step: forward %.1f ms, backward %.1f ms, optimizer %.1f ms, total %.1f ms, %.2f images/s\n",
               1e3 * t_fwd / n, 1e3 * t_bwd / n, 1e3 * t_opt / n, 1e3 * total, static_cast<double>(batch) / total);
@@ -212,6 +236,7 @@ int cmd_bench(const Args& args) {
   for (size_t i = 0; i < std::min<size_t>(15, top.size()); ++i)
     std::printf("%-22s %-9s %10.2f  %s\n", top[i].op.c_str(), top[i].phase.c_str(), 1e3 * top[i].seconds / n,
                 top[i].args.dump().c_str());
+  if (verbose) print_conv_choices(cpu::conv_choices(), steps);
   if (!ops_json.empty()) {
     nlohmann::json j;
     j["model"] = cfg.MODEL.arch_encoder + "-" + cfg.MODEL.arch_decoder;

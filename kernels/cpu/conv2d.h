@@ -9,15 +9,19 @@
 //   y[n,ho,wo,o] = b[o] + sum_{kh,kw,c} x[n, ho*s_h - p_h + kh*d_h, wo*s_w - p_w + kw*d_w, g*Cg + c] * w[o,kh,kw,c]
 //   with g = o / (O/groups), Cg = C/groups, out-of-range input positions reading 0.
 //
-// Two implementations:
+// Implementations (the dispatcher below picks one per layer and pass):
 //  * *_ref: the naive 7-deep loop nest in double accumulation: the specification, used by tests.
 //  * direct: the same sums reorganised so the innermost loop runs over contiguous channels of both x
 //    and w (vectorisable), parallel over output rows (forward), input rows (backward data, a gather so
 //    no two threads write the same element) and output channels (backward weight). Deterministic.
-// Memory traffic (direct forward): x is read KH*KW times from cache per output row, w once per row.
+//    Memory traffic (direct forward): x is read KH*KW times from cache per output row, w once per row.
+//  * gemm: implicit GEMM (kernels/cpu/conv2d_gemm.cpp), the general fast path.
+//  * depthwise: vector loops over channels (kernels/cpu/conv2d_depthwise.cpp).
+//  * winograd: F(m x m, 3 x 3) for 3x3 stride-1 dense layers, float32 (kernels/cpu/conv2d_winograd.h).
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "kernels/common/conv_shape.h"
 
@@ -79,13 +83,37 @@ template <class T> void conv2d_backward_data_depthwise(const ConvShape& s, const
 template <class T>
 void conv2d_backward_weight_depthwise(const ConvShape& s, const T* x, const T* dy, T* dw, T* db);
 
-// Which implementation conv2d uses, for float32 and float64 alike (so the float64 gradient checks and
-// golden runs exercise the production index logic). `automatic` picks depthwise or GEMM by shape;
-// the others force one path (tests, benchmarks). Set through set_conv_algo() or the environment
-// variable SEG_CONV_ALGO.
-enum class ConvAlgo { automatic, direct, gemm, depthwise };
+// Which implementation conv2d uses. `automatic` picks depthwise, Winograd or implicit GEMM per layer
+// and pass (kernels/cpu/conv2d_dispatch.cpp has the rules and the measurements behind them); the
+// others force one path (tests, benchmarks): winograd2/4/6 = F(2x2/4x4/6x6, 3x3), `winograd` = the
+// Winograd tile the automatic rules would use where they use one, else F(2x2). A forced path that
+// cannot run a shape (depthwise on a dense conv, Winograd on a strided one) falls back to automatic.
+// Float64 never runs Winograd (its float64 runs are references: gradient checks, golden runs), and
+// runs the same index logic as float32 otherwise. Set through set_conv_algo() or SEG_CONV_ALGO
+// (direct|gemm|depthwise|winograd|winograd2|winograd4|winograd6|auto).
+enum class ConvAlgo { automatic, direct, gemm, depthwise, winograd, winograd2, winograd4, winograd6 };
 ConvAlgo conv_algo();
 void set_conv_algo(ConvAlgo algo);
+
+enum class ConvPass { forward, backward_data, backward_weight };
+// What the entry points below run for this shape, pass and element type (float32 when f32, else
+// float64), with the current override applied: never `automatic` or `winograd`.
+ConvAlgo conv_algo_chosen(const ConvShape& s, ConvPass pass, bool f32);
+const char* conv_algo_name(ConvAlgo algo);  // "gemm", "winograd4", ... (the SEG_CONV_ALGO spelling)
+const char* conv_pass_name(ConvPass pass);  // "forward", "backward data", "backward weight"
+
+// What the entry points below ran, one entry per distinct (shape, pass, element type), in the order
+// of their first call, while recording is on (`segtrain bench --verbose` prints it). Off by default:
+// then the entry points only test one atomic flag.
+struct ConvChoice {
+  ConvShape shape;
+  ConvPass pass;
+  bool f32;
+  ConvAlgo algo;
+  int64_t calls;
+};
+void set_conv_choice_recording(bool on);  // on: also clears what was recorded
+std::vector<ConvChoice> conv_choices();
 
 // The entry points the conv op calls (T = float or double): the one place that picks the algorithm.
 template <class T> void conv2d_forward(const ConvShape& s, const T* x, const T* w, const T* b, T* y);
