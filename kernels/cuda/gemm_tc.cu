@@ -7,6 +7,7 @@
 #include <atomic>
 #include <stdexcept>
 
+#include "kernels/cuda/conv2d_tc.h"
 #include "kernels/cuda/gemm/device_launch.h"
 #include "kernels/cuda/gemm_tc.h"
 
@@ -20,6 +21,8 @@ const char* tc_family_name(TcFamily f) {
   }
   return "?";
 }
+
+bool conv2d_tc_preferred(const ConvShape& s) { return s.groups == 1 || (s.Cg() >= 4 && s.Og() >= 4); }
 
 namespace tc {
 

@@ -117,12 +117,16 @@ void launch_gemm(typename Kernel::Params p, int groups, int requested_splits, Tc
 }
 
 // Chooses the kernel for (family, tile) and launches it. Params are GemmKernel's (any kernel with
-// these sources has the same Params layout).
-template <class T, Major MA, Major MB, class ASource, class BSource, class Params>
+// these sources has the same Params layout). WmmaHalves = false leaves the WMMA kernels for f16 and
+// bf16 uninstantiated (the convolutions: compile time), and asking for them is an error.
+template <class T, Major MA, Major MB, class ASource, class BSource, bool WmmaHalves = true, class Params>
 void dispatch_gemm(const Params& p, TcFamily family, TcTile tile, int groups, int requested_splits, TcWorkspace ws,
                    Stream stream) {
   constexpr bool is_float = std::is_same_v<T, float>;
   family = resolve_family(family, is_float);
+  if (!is_float && !WmmaHalves && family == TcFamily::wmma)
+    throw std::invalid_argument(
+        "tensor-core convolution: f16/bf16 convolutions are built with the mma.sync family only (wmma: float, TF32)");
   const bool large = use_large_tile(tile, p.M, p.N, groups);
   auto go = [&](auto kernel_tag) {
     using Kernel = typename decltype(kernel_tag)::type;
@@ -148,10 +152,12 @@ void dispatch_gemm(const Params& p, TcFamily family, TcTile tile, int groups, in
       return;
     }
   }
-  if (large)
-    go(std::type_identity<GemmKernel<T, L, MA, MB, SmemKind::padded, WmmaWarpTile, ASource, BSource>>{});
-  else
-    go(std::type_identity<GemmKernel<T, S, MA, MB, SmemKind::padded, WmmaWarpTile, ASource, BSource>>{});
+  if constexpr (is_float || WmmaHalves) {
+    if (large)
+      go(std::type_identity<GemmKernel<T, L, MA, MB, SmemKind::padded, WmmaWarpTile, ASource, BSource>>{});
+    else
+      go(std::type_identity<GemmKernel<T, S, MA, MB, SmemKind::padded, WmmaWarpTile, ASource, BSource>>{});
+  }
 }
 
 // Plain parameter block the launchers fill before dispatch_gemm copies it into the kernel's Params.
