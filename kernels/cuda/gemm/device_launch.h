@@ -35,7 +35,7 @@ template <class T>
 using device_t = typename DeviceType<T>::type;
 
 template <class T>
-constexpr OutType out_type() {
+__host__ __device__ constexpr OutType out_type() {
   if constexpr (std::is_same_v<T, float>) return OutType::f32;
   else if constexpr (std::is_same_v<T, seg::f16> || std::is_same_v<T, __half>) return OutType::f16;
   else return OutType::bf16;

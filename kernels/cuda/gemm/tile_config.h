@@ -22,6 +22,14 @@
 
 #include <cstdint>
 
+// Full unrolling of the fixed-trip loops over fragments and chunks: without it nvcc keeps the
+// per-thread arrays (accumulators, loader slots) in local memory. (g++ builds the simulator.)
+#if defined(__CUDACC__)
+#define SEG_UNROLL _Pragma("unroll")
+#else
+#define SEG_UNROLL
+#endif
+
 namespace seg::cuda::tc {
 
 enum class Major : int { k, mn };

@@ -36,6 +36,7 @@ struct TileLoader {
 
   // mn0: the tile's first m (A) or n (B).
   __device__ void init(const Source& src, int mn0, int tid) {
+    SEG_UNROLL
     for (int i = 0; i < kIters; ++i) {
       const int q = tid + i * THREADS;
       if (q >= kTotal) {
@@ -58,6 +59,7 @@ struct TileLoader {
 
   // Copies the tile whose K range starts at k0 into `tile` (one stage's buffer).
   __device__ void load(const Source& src, T* tile, int k0, bool vectorised) const {
+    SEG_UNROLL
     for (int i = 0; i < kIters; ++i) {
       if (smem_offset[i] < 0) continue;
       T* dst = tile + smem_offset[i];
@@ -68,11 +70,14 @@ struct TileLoader {
         seg::ptx::cp_async_16_zfill(dst, p, n * static_cast<int>(sizeof(T)));
       } else {
         Bits v[kChunk];
+        SEG_UNROLL
         for (int e = 0; e < kChunk; ++e) v[e] = src.element(slot[i], moving, e);
         uint32_t w[4];
         if constexpr (kChunk == 8) {
+          SEG_UNROLL
           for (int j = 0; j < 4; ++j) w[j] = static_cast<uint32_t>(v[2 * j]) | (static_cast<uint32_t>(v[2 * j + 1]) << 16);
         } else {
+          SEG_UNROLL
           for (int j = 0; j < 4; ++j) w[j] = v[j];
         }
         *reinterpret_cast<uint4*>(dst) = make_uint4(w[0], w[1], w[2], w[3]);

@@ -32,17 +32,25 @@ struct MmaSyncWarpTile {
   float acc[MI][NI][4];
 
   __device__ void clear() {
+    SEG_UNROLL
     for (int i = 0; i < MI; ++i)
+      SEG_UNROLL
       for (int j = 0; j < NI; ++j)
+        SEG_UNROLL
         for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.0f;
   }
 
   __device__ void mma_stage(const T* As, const T* Bs, int wm0, int wn0, int lane) {
+    SEG_UNROLL
     for (int kk = 0; kk < Shape::BK; kk += 16) {
       uint32_t a[MI][4], b[NI][2];
+      SEG_UNROLL
       for (int i = 0; i < MI; ++i) load_a_fragment<MA, TileA>(a[i], As, wm0 + 16 * i, kk, lane);
+      SEG_UNROLL
       for (int j = 0; j < NI; j += 2) load_b_fragments<MB, TileB>(b[j], b[j + 1], Bs, wn0 + 8 * j, kk, lane);
+      SEG_UNROLL
       for (int i = 0; i < MI; ++i)
+        SEG_UNROLL
         for (int j = 0; j < NI; ++j) mma_16816<T>(acc[i][j], a[i], b[j]);
     }
   }
@@ -50,7 +58,9 @@ struct MmaSyncWarpTile {
   // Writes the accumulators to cs (leading dimension ldc floats), row 0 of cs being row wm0.
   __device__ void store(float* cs, int ldc, int wn0, int lane) const {
     const int g = lane / 4, t = lane % 4;
+    SEG_UNROLL
     for (int i = 0; i < MI; ++i)
+      SEG_UNROLL
       for (int j = 0; j < NI; ++j) {
         const int row = 16 * i + g, col = wn0 + 8 * j + 2 * t;
         *reinterpret_cast<float2*>(cs + row * ldc + col) = make_float2(acc[i][j][0], acc[i][j][1]);
@@ -66,33 +76,42 @@ struct WmmaWarpTile {
   WmmaAccumulator<T> acc[MI][NI];
 
   __device__ void clear() {
+    SEG_UNROLL
     for (int i = 0; i < MI; ++i)
+      SEG_UNROLL
       for (int j = 0; j < NI; ++j) nvcuda::wmma::fill_fragment(acc[i][j], 0.0f);
   }
 
   __device__ void mma_stage(const T* As, const T* Bs, int wm0, int wn0, int lane) {
+    SEG_UNROLL
     for (int kk = 0; kk < Shape::BK; kk += FK) {
       WmmaAFragment<T, MA> a[MI];
       WmmaBFragment<T, MB> b[NI];
+      SEG_UNROLL
       for (int i = 0; i < MI; ++i) {
         const int m = wm0 + 16 * i;
         nvcuda::wmma::load_matrix_sync(a[i], As + (MA == Major::k ? TileA::offset(m, kk) : TileA::offset(kk, m)),
                                        TileA::kStride);
         if constexpr (std::is_same_v<T, float>) round_to_tf32(a[i]);
       }
+      SEG_UNROLL
       for (int j = 0; j < NI; ++j) {
         const int n = wn0 + 16 * j;
         nvcuda::wmma::load_matrix_sync(b[j], Bs + (MB == Major::k ? TileB::offset(n, kk) : TileB::offset(kk, n)),
                                        TileB::kStride);
         if constexpr (std::is_same_v<T, float>) round_to_tf32(b[j]);
       }
+      SEG_UNROLL
       for (int i = 0; i < MI; ++i)
+        SEG_UNROLL
         for (int j = 0; j < NI; ++j) nvcuda::wmma::mma_sync(acc[i][j], a[i], b[j], acc[i][j]);
     }
   }
 
   __device__ void store(float* cs, int ldc, int wn0, int lane) const {
+    SEG_UNROLL
     for (int i = 0; i < MI; ++i)
+      SEG_UNROLL
       for (int j = 0; j < NI; ++j)
         nvcuda::wmma::store_matrix_sync(cs + 16 * i * ldc + wn0 + 16 * j, acc[i][j], ldc, nvcuda::wmma::mem_row_major);
   }
