@@ -107,9 +107,17 @@ bool vec_out(const TOut* d, int64_t ld, int group_stride, int groups) {
   return reinterpret_cast<uintptr_t>(d) % (4 * sizeof(TOut)) == 0 && ld % 4 == 0 && (groups == 1 || group_stride % 4 == 0);
 }
 
+// The GEMM of each direction: its operand sources, extents, 16-byte-path flags and epilogue, and
+// the number of groups (the kernel lab launches these with its own kernel versions).
+template <class A, class B>
+struct ConvGemm {
+  GemmArgs<A, B> p;
+  int groups = 1;
+};
+
 template <class T>
-void conv_forward_impl(const ConvShape& s, const T* x, const T* w, const T* b, T* y, Stream stream,
-                       const ConvTcArgs& args) {
+ConvGemm<ConvFwdASource<device_t<T>>, MatrixSource<device_t<T>, Major::k>> forward_gemm(
+    const ConvShape& s, const T* x, const T* w, const T* b, T* y, const ConvTcArgs& args) {
   using DT = device_t<T>;
   constexpr int kChunk = Element<DT>::kChunk;
   const ConvDims d = conv_dims(s, "conv2d_forward_tc");
@@ -132,13 +140,21 @@ void conv_forward_impl(const ConvShape& s, const T* x, const T* w, const T* b, T
   p.ep.bias = b;
   p.ep.bias_group_stride = d.Og;
   p.ep.act = act_of(args.act);
-  dispatch_gemm<DT, Major::k, Major::k, ConvFwdASource<DT>, MatrixSource<DT, Major::k>, false>(
-      p, args.options.family, args.options.tile, d.groups, args.options.split_k, args.workspace, stream);
+  return {p, d.groups};
 }
 
 template <class T>
-void conv_backward_data_impl(const ConvShape& s, const T* w, const T* dy, T* dx, Stream stream,
-                             const ConvTcArgs& args) {
+void conv_forward_impl(const ConvShape& s, const T* x, const T* w, const T* b, T* y, Stream stream,
+                       const ConvTcArgs& args) {
+  using DT = device_t<T>;
+  const auto g = forward_gemm(s, x, w, b, y, args);
+  dispatch_gemm<DT, Major::k, Major::k, ConvFwdASource<DT>, MatrixSource<DT, Major::k>, false>(
+      g.p, args.options.family, args.options.tile, g.groups, args.options.split_k, args.workspace, stream);
+}
+
+template <class T>
+ConvGemm<ConvBwdDataASource<device_t<T>>, ConvBwdDataBSource<device_t<T>>> backward_data_gemm(
+    const ConvShape& s, const T* w, const T* dy, T* dx, const ConvTcArgs& args) {
   using DT = device_t<T>;
   constexpr int kChunk = Element<DT>::kChunk;
   const ConvDims d = conv_dims(s, "conv2d_backward_data_tc");
@@ -158,8 +174,16 @@ void conv_backward_data_impl(const ConvShape& s, const T* w, const T* dy, T* dx,
   p.ep.d_group_stride = d.Cg;
   p.ep.d_type = out_type<T>();
   p.ep.d_vec = vec_out(dx, ldx, d.Cg, d.groups);
+  return {p, d.groups};
+}
+
+template <class T>
+void conv_backward_data_impl(const ConvShape& s, const T* w, const T* dy, T* dx, Stream stream,
+                             const ConvTcArgs& args) {
+  using DT = device_t<T>;
+  const auto g = backward_data_gemm(s, w, dy, dx, args);
   dispatch_gemm<DT, Major::k, Major::mn, ConvBwdDataASource<DT>, ConvBwdDataBSource<DT>, false>(
-      p, args.options.family, args.options.tile, d.groups, args.options.split_k, args.workspace, stream);
+      g.p, args.options.family, args.options.tile, g.groups, args.options.split_k, args.workspace, stream);
 }
 
 template <class T>
@@ -174,12 +198,36 @@ SplitPlan conv_backward_weight_plan(const ConvDims& d, const TcOptions& o, size_
 }
 
 template <class T>
-void conv_backward_weight_impl(const ConvShape& s, const T* x, const T* dy, T* dw, T* db, Stream stream,
-                               const ConvTcArgs& args) {
+ConvGemm<MatrixSource<device_t<T>, Major::mn>, ConvBwdWeightBSource<device_t<T>>> backward_weight_gemm(
+    const ConvShape& s, const T* x, const T* dy, T* dw, const ConvTcArgs& args) {
   using DT = device_t<T>;
   constexpr int kChunk = Element<DT>::kChunk;
   const ConvDims d = conv_dims(s, "conv2d_backward_weight_tc");
   const int64_t ldx = pixel_stride(args.ldx, s.C, "conv2d_backward_weight_tc", "ldx");
+  const int64_t ldy = pixel_stride(args.ldy, s.O, "conv2d_backward_weight_tc", "ldy");
+  const int J = d.taps * d.Cg;
+  GemmArgs<MatrixSource<DT, Major::mn>, ConvBwdWeightBSource<DT>> p;
+  p.a = MatrixSource<DT, Major::mn>{reinterpret_cast<const DT*>(dy), ldy, static_cast<int>(d.P), d.Og, d.Og};
+  p.b = ConvBwdWeightBSource<DT>{reinterpret_cast<const DT*>(x), ldx, d.geo, d.Cg, static_cast<int>(d.P), J};
+  p.M = d.Og;
+  p.N = J;
+  p.K = static_cast<int>(d.P);
+  p.vec_a = aligned16(dy) && ldy % kChunk == 0 && (d.groups == 1 || d.Og % kChunk == 0);
+  p.vec_b = aligned16(x) && ldx % kChunk == 0 && d.Cg % kChunk == 0;
+  p.ep.d = dw;
+  p.ep.ldd = J;
+  p.ep.d_group_stride = static_cast<int64_t>(d.Og) * J;
+  p.ep.d_type = out_type<T>();
+  p.ep.d_vec = vec_out(dw, J, d.Og * J, d.groups);
+  return {p, d.groups};
+}
+
+template <class T>
+void conv_backward_weight_impl(const ConvShape& s, const T* x, const T* dy, T* dw, T* db, Stream stream,
+                               const ConvTcArgs& args) {
+  using DT = device_t<T>;
+  const ConvDims d = conv_dims(s, "conv2d_backward_weight_tc");
+  pixel_stride(args.ldx, s.C, "conv2d_backward_weight_tc", "ldx");  // checked even when only db is asked for
   const int64_t ldy = pixel_stride(args.ldy, s.O, "conv2d_backward_weight_tc", "ldy");
   const TcWorkspace ws = args.workspace;
   if (db) {
@@ -201,22 +249,9 @@ void conv_backward_weight_impl(const ConvShape& s, const T* x, const T* dy, T* d
     }
   }
   if (!dw) return;
-  const int J = d.taps * d.Cg;
-  GemmArgs<MatrixSource<DT, Major::mn>, ConvBwdWeightBSource<DT>> p;
-  p.a = MatrixSource<DT, Major::mn>{reinterpret_cast<const DT*>(dy), ldy, static_cast<int>(d.P), d.Og, d.Og};
-  p.b = ConvBwdWeightBSource<DT>{reinterpret_cast<const DT*>(x), ldx, d.geo, d.Cg, static_cast<int>(d.P), J};
-  p.M = d.Og;
-  p.N = J;
-  p.K = static_cast<int>(d.P);
-  p.vec_a = aligned16(dy) && ldy % kChunk == 0 && (d.groups == 1 || d.Og % kChunk == 0);
-  p.vec_b = aligned16(x) && ldx % kChunk == 0 && d.Cg % kChunk == 0;
-  p.ep.d = dw;
-  p.ep.ldd = J;
-  p.ep.d_group_stride = static_cast<int64_t>(d.Og) * J;
-  p.ep.d_type = out_type<T>();
-  p.ep.d_vec = vec_out(dw, J, d.Og * J, d.groups);
+  const auto g = backward_weight_gemm(s, x, dy, dw, args);
   dispatch_gemm<DT, Major::mn, Major::mn, MatrixSource<DT, Major::mn>, ConvBwdWeightBSource<DT>, false>(
-      p, args.options.family, args.options.tile, d.groups, args.options.split_k, ws, stream);
+      g.p, args.options.family, args.options.tile, g.groups, args.options.split_k, ws, stream);
 }
 
 }  // namespace seg::cuda::tc
