@@ -45,19 +45,19 @@ def label(pretty):
     srcs = re.findall(r"seg::cuda::tc::(\w+Source)", pretty)
     src = "+".join(s.replace("Source", "") for s in srcs[:2])
     orient = "".join("K" if x == "0" else "N" for x in majors)
-    tile = (bm, bn, bk, wm, wn, st, smem, elem, orient)
+    tile = (bm, bn, bk, wm, wn, st, smem, elem, orient, warp)
     return f"{warp} {elem} {bm}x{bn}x{bk} {wm}x{wn}w {st}st {smem} {orient} {src}", tile
 
 
 def dynamic_smem(tile):
-    bm, bn, bk, wm_, wn_, stages, smem, elem, orient = tile
+    bm, bn, bk, wm_, wn_, stages, smem, elem, orient, warp = tile
     es = 4 if elem == "tf32" else 2
     pad = 16 // es if smem == "padded" else 0  # one 16-byte chunk per row
     # Major::k (K): [BM][BK] rows; Major::mn (N): [BK][BM] (tile_config.h, OperandTile).
     a = bm * (bk + pad) if orient[0] == "K" else bk * (bm + pad)
     b = bn * (bk + pad) if orient[1] == "K" else bk * (bn + pad)
     pipeline = stages * (a + b) * es
-    epilogue = (bm // wm_) * (bn + 8) * 4
+    epilogue = (bm // wm_) * (bn + (8 if warp == "mma.sync" else 4)) * 4  # block_tile.h kStagePad
     return max(pipeline, epilogue), 32 * wm_ * wn_
 
 

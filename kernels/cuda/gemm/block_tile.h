@@ -19,7 +19,7 @@
 // kernel (splitk_reduce_kernel) adds the S partials in the fixed order 0..S-1 and applies the
 // epilogue: deterministic, no atomics (DESIGN decision 11), the same bits on every run.
 // Shared memory (dynamic): STAGES * (A tile + B tile), reused after the loop for one warp row of
-// accumulators, WM x (BN + 8) floats (+8: each lane's float2 stores of a half-warp hit 32 banks).
+// accumulators, WM x (BN + pad) floats (the warp tile's kStagePad: no bank conflicts).
 #pragma once
 
 #include <cstdint>
@@ -63,7 +63,7 @@ struct GemmKernel {
   using LoaderB = TileLoader<T, MB, TileB, THREADS, BSource>;
 
   static constexpr int kStageElements = TileA::kElements + TileB::kElements;
-  static constexpr int kLdc = BN + 8;
+  static constexpr int kLdc = BN + Warp::kStagePad;
   static constexpr int kEpilogueBytes = Shape::WM * kLdc * 4;
   static constexpr int kPipelineBytes = STAGES * kStageElements * static_cast<int>(sizeof(T));
   static constexpr int kSmemBytes = kPipelineBytes > kEpilogueBytes ? kPipelineBytes : kEpilogueBytes;
@@ -175,7 +175,7 @@ __global__ void __launch_bounds__(THREADS)
     for (int s = 0; s < splits; ++s) {
       const float* src = partial + (static_cast<int64_t>(g) * splits + s) * slice + static_cast<int64_t>(m) * N + n;
       if (count == 4 && N % 4 == 0) {
-        const float4 x = *reinterpret_cast<const float4*>(src);
+        const float4 x = load_vec<float4>(src);
         v[0] += x.x;
         v[1] += x.y;
         v[2] += x.z;

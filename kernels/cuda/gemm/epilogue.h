@@ -20,6 +20,8 @@
 
 #include <cstdint>
 
+#include "kernels/cuda/gemm/vector_access.h"
+
 namespace seg::cuda::tc {
 
 enum class OutType : int { f32, f16, bf16 };
@@ -78,10 +80,10 @@ __device__ __forceinline__ void store_chunk(const EpilogueParams& ep, int g, int
   }
   if (ep.d_vec && count == 4) {
     if (ep.d_type == OutType::f32) {
-      *reinterpret_cast<float4*>(static_cast<float*>(ep.d) + base) = make_float4(out[0], out[1], out[2], out[3]);
+      store_vec(static_cast<float*>(ep.d) + base, make_float4(out[0], out[1], out[2], out[3]));
     } else {
-      *reinterpret_cast<uint2*>(static_cast<uint16_t*>(ep.d) + base) =
-          make_uint2(pack2(out[0], out[1], ep.d_type), pack2(out[2], out[3], ep.d_type));
+      store_vec(static_cast<uint16_t*>(ep.d) + base,
+                make_uint2(pack2(out[0], out[1], ep.d_type), pack2(out[2], out[3], ep.d_type)));
     }
     return;
   }
@@ -105,7 +107,7 @@ __device__ __forceinline__ void store_tile(const EpilogueParams& ep, const float
     const int r = q / chunks_per_row, c = (q % chunks_per_row) * 4;
     const int m = m0 + r, n = n0 + c;
     if (m >= M || n >= N) continue;
-    const float4 x = *reinterpret_cast<const float4*>(cs + r * ldc + c);
+    const float4 x = load_vec<float4>(cs + r * ldc + c);
     const float v[4] = {x.x, x.y, x.z, x.w};
     store_chunk(ep, g, m, n, N, v);
   }

@@ -18,6 +18,7 @@
 
 #include "kernels/cuda/gemm/operand_source.h"
 #include "kernels/cuda/gemm/tile_config.h"
+#include "kernels/cuda/gemm/vector_access.h"
 #include "kernels/cuda/ptx.h"
 
 namespace seg::cuda::tc {
@@ -80,7 +81,7 @@ struct TileLoader {
           SEG_UNROLL
           for (int j = 0; j < 4; ++j) w[j] = v[j];
         }
-        *reinterpret_cast<uint4*>(dst) = make_uint4(w[0], w[1], w[2], w[3]);
+        store_vec(dst, make_uint4(w[0], w[1], w[2], w[3]));
       }
     }
   }

@@ -21,6 +21,7 @@
 
 #include "kernels/cuda/gemm/mma_fragment.h"
 #include "kernels/cuda/gemm/tile_config.h"
+#include "kernels/cuda/gemm/vector_access.h"
 
 namespace seg::cuda::tc {
 
@@ -29,6 +30,9 @@ struct MmaSyncWarpTile {
   static constexpr int MI = Shape::WM / 16, NI = Shape::WN / 8;
   static_assert(NI % 2 == 0, "B fragments are loaded in pairs of n8 tiles");
   static_assert(Shape::BK % 16 == 0, "mma.sync m16n8k16 steps through K by 16");
+  // Row padding (floats) of the epilogue's staging tile: each half-warp's float2 stores (rows g,
+  // columns 2t) then cover all 32 banks once.
+  static constexpr int kStagePad = 8;
   float acc[MI][NI][4];
 
   __device__ void clear() {
@@ -63,8 +67,8 @@ struct MmaSyncWarpTile {
       SEG_UNROLL
       for (int j = 0; j < NI; ++j) {
         const int row = 16 * i + g, col = wn0 + 8 * j + 2 * t;
-        *reinterpret_cast<float2*>(cs + row * ldc + col) = make_float2(acc[i][j][0], acc[i][j][1]);
-        *reinterpret_cast<float2*>(cs + (row + 8) * ldc + col) = make_float2(acc[i][j][2], acc[i][j][3]);
+        store_vec(cs + row * ldc + col, make_float2(acc[i][j][0], acc[i][j][1]));
+        store_vec(cs + (row + 8) * ldc + col, make_float2(acc[i][j][2], acc[i][j][3]));
       }
   }
 };
@@ -73,6 +77,9 @@ template <class T, class Shape, Major MA, Major MB, class TileA, class TileB>
 struct WmmaWarpTile {
   static constexpr int MI = Shape::WM / 16, NI = Shape::WN / 16, FK = WmmaTraits<T>::K;
   static_assert(Shape::BK % FK == 0, "the K tile is whole WMMA steps");
+  // store_matrix_sync writes 16-byte row pieces; a row stride of BN + 4 floats (an odd number of
+  // 16-byte units) puts 8 consecutive rows in 8 different bank groups.
+  static constexpr int kStagePad = 4;
   WmmaAccumulator<T> acc[MI][NI];
 
   __device__ void clear() {
