@@ -118,6 +118,9 @@ unsigned RunQueue::pop(Schedule schedule, uint64_t& rng_state) {
 
 // ---- reports ------------------------------------------------------------------------------------
 
+// Source paths in reports are relative to the repository. __FILE__ is absolute when CMake passes
+// absolute paths, but relative to the build folder ("../../tests/sim/x.cu") when ccache rewrites
+// them (its base_dir setting): both forms come out as "tests/sim/x.cu".
 const char* relative_path(const char* file) {
 #ifdef SEG_SIM_SOURCE_ROOT
   const size_t n = std::strlen(SEG_SIM_SOURCE_ROOT);
