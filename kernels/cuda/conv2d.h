@@ -18,7 +18,9 @@
 // (16-byte aligned, contents undefined on entry). Tensors must have < 2^31 elements.
 //
 // The one place that picks the algorithm is kernels/cuda/conv2d_dispatch.cu:
+//   --engine cudnn (engine.h)          -> cuDNN                             (engine_cudnn.cu)
 //   depthwise (groups == C == O > 1)  -> memory-bound depthwise kernels   (conv2d_depthwise.cu)
+//   f16/bf16, or f32 with TF32 allowed -> implicit GEMM on tensor cores    (conv2d_tc_*.cu)
 //   everything else                   -> implicit-GEMM SIMT kernels        (conv2d_igemm.cu)
 //   ConvAlgo::direct                  -> one thread per output element     (conv2d_direct.cu), a slow
 //                                        plain fallback and cross-check
@@ -39,7 +41,10 @@ namespace seg::cuda {
 
 using ::seg::ConvShape;
 
-enum class ConvAlgo { automatic, implicit_gemm, depthwise, direct };
+// tensor_cores: the implicit-GEMM tensor-core kernels (kernels/cuda/conv2d_tc.h); automatic takes
+// them for dense and grouped shapes (conv2d_tc_preferred) in f16/bf16, and in f32 while TF32 is
+// allowed (seg::cuda::allow_tf32, kernels/cuda/engine.h).
+enum class ConvAlgo { automatic, implicit_gemm, depthwise, direct, tensor_cores };
 ConvAlgo conv_algo();
 void set_conv_algo(ConvAlgo algo);
 

@@ -24,6 +24,15 @@
 
 namespace seg::test {
 
+// Under ASan/UBSan and TSan (CI runs this suite in both) the simulator is 4x-30x slower: the
+// suites then keep every kind of case but fewer repetitions (one tile, one schedule where the
+// default build sweeps several). The default build runs everything.
+#ifdef SEG_SANITIZE_BUILD
+constexpr bool kSanitizerBuild = true;
+#else
+constexpr bool kSanitizerBuild = false;
+#endif
+
 template <class T>
 T to_storage(float v) {
   if constexpr (std::is_same_v<T, float>) return v;
