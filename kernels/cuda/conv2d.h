@@ -19,14 +19,17 @@
 //
 // The one place that picks the algorithm is kernels/cuda/conv2d_dispatch.cu:
 //   --engine cudnn (engine.h)          -> cuDNN                             (engine_cudnn.cu)
-//   depthwise (groups == C == O > 1)  -> memory-bound depthwise kernels   (conv2d_depthwise.cu)
-//   f16/bf16, or f32 with TF32 allowed -> implicit GEMM on tensor cores    (conv2d_tc_*.cu)
-//   everything else                   -> implicit-GEMM SIMT kernels        (conv2d_igemm.cu)
-//   ConvAlgo::direct                  -> one thread per output element     (conv2d_direct.cu), a slow
-//                                        plain fallback and cross-check
-// set_conv_algo() (or SEG_CUDA_CONV_ALGO=auto|igemm|depthwise|direct) forces a path for tests and
-// benchmarks; forcing depthwise on a shape that is not depthwise falls back to automatic. The
-// tensor-core kernels (issue 15) add their ConvAlgo value and their branch in the same function.
+//   depthwise (groups == C == O > 1)   -> memory-bound depthwise kernels   (conv2d_depthwise.cu)
+//   conv2d_tc_preferred shapes (dense; grouped with >= 4 channels per group in and out), in
+//   f16/bf16, or in f32 while TF32 is allowed (the default, engine.h)
+//                                      -> implicit GEMM on tensor cores    (conv2d_tc_*.cu)
+//   everything else (f32 with TF32 off: strict f32; groups of 1-3 channels)
+//                                      -> implicit-GEMM SIMT kernels       (conv2d_igemm.cu)
+//   ConvAlgo::direct                   -> one thread per output element    (conv2d_direct.cu), a slow
+//                                         plain fallback and cross-check
+// set_conv_algo() (or SEG_CUDA_CONV_ALGO=auto|igemm|depthwise|direct|tc) forces one of the own
+// paths for tests and benchmarks; forcing depthwise on a shape that is not depthwise falls back to
+// automatic. conv2d_algo<T>(s) says which own path a call would take now.
 // Each path's header comment (in its .cu) states its tiling, launch configuration, memory traffic
 // and the atomics it avoids. All paths are deterministic (no atomics; fixed-order reductions).
 #pragma once
@@ -47,6 +50,9 @@ using ::seg::ConvShape;
 enum class ConvAlgo { automatic, implicit_gemm, depthwise, direct, tensor_cores };
 ConvAlgo conv_algo();
 void set_conv_algo(ConvAlgo algo);
+// The own path conv2d_forward/backward_* take for this shape and T under the current forcing and TF32
+// switch (never automatic; the cudnn engine, when requested, is decided before it).
+template <class T> ConvAlgo conv2d_algo(const ConvShape& s);
 
 // One filter per channel (groups == C == O > 1): MobileNetV2's 3x3 convolutions.
 inline bool conv2d_is_depthwise(const ConvShape& s) { return s.groups == s.C && s.O == s.C && s.groups > 1; }

@@ -15,7 +15,7 @@ namespace seg::cuda {
 namespace {
 
 std::atomic<int> g_engine{static_cast<int>(Engine::own)};
-std::atomic<bool> g_tf32{false};  // strict until the CLI allows TF32 (engine.h)
+std::atomic<bool> g_tf32{true};  // PyTorch's default (engine.h); --no-tf32 turns it off
 std::atomic<bool> g_deterministic{false};
 
 std::mutex g_mutex;

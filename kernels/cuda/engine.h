@@ -18,7 +18,7 @@
 //
 // How the ops call it (the seam, issue 14):
 //   seg::cuda::set_engine(seg::cuda::parse_engine(flag));      // once, from --engine / TRAIN.engine
-//   seg::cuda::set_allow_tf32(!no_tf32);                        // O0 default on; --no-tf32: strict f32 (SIMT)
+//   seg::cuda::set_allow_tf32(!no_tf32);                        // default on; --no-tf32: strict f32 (SIMT)
 //   switch (seg::cuda::conv_engine(seg::cuda::ConvDirection::forward, shape, seg::cuda::DType::f32)) {
 //     case seg::cuda::Engine::cudnn: seg::cuda::conv2d_forward_cudnn<float>(...); break;
 //     default: /* own: tensor cores when seg::cuda::use_tensor_cores(DType::f32), else SIMT */
@@ -57,11 +57,12 @@ bool engine_available(Engine e, std::string* why_not = nullptr);
 void set_engine(Engine e);
 Engine requested_engine();
 
-// TF32 tensor cores for f32 GEMMs and convolutions; off = strict f32 (SIMT kernels, cuBLASLt and
-// cuDNN without TF32). The kernel layer starts strict, so a library user or a test gets exact-f32
-// semantics unless it asks; the product's default is PyTorch's (torch.backends.cudnn.allow_tf32 is
-// on): the CLI calls set_allow_tf32(true) for f32 training (O0) unless --no-tf32, and says so at
-// start-up (describe_engines()).
+// TF32 tensor cores for f32 GEMMs and convolutions: on by default, as in PyTorch
+// (torch.backends.cudnn.allow_tf32 is on by default), so f32 training (O0) runs its convolutions on
+// tensor cores with inputs rounded to 10 mantissa bits; off = strict f32 (SIMT kernels, cuBLASLt and
+// cuDNN without TF32), what --no-tf32 asks for. Process-wide, read at every call; the start-up line
+// (describe_engines()) says which is in force. Tests that bound an f32 result by f32 rounding alone
+// turn it off for their duration.
 void set_allow_tf32(bool allow);
 bool allow_tf32();
 // Whether `own` runs an op of this dtype on tensor cores (f16, bf16 always; f32 when TF32 is allowed).

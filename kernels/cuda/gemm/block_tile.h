@@ -152,7 +152,7 @@ struct GemmKernel {
 };
 
 template <class Kernel>
-__global__ void __launch_bounds__(Kernel::THREADS, 1) gemm_tc_kernel(const typename Kernel::Params p) {
+__global__ void __launch_bounds__(Kernel::THREADS) gemm_tc_kernel(const typename Kernel::Params p) {
   Kernel::run(p);
 }
 

@@ -58,10 +58,9 @@ TEST_CASE("engine: own is the default, and what each request runs per op family"
   CHECK(seg::cuda::describe_engines().find("no measured table yet") != std::string::npos);
 }
 
-TEST_CASE("engine: the kernel layer starts strict f32; allowing TF32 moves f32 ops to tensor cores") {
+TEST_CASE("engine: TF32 is on by default (PyTorch's default); off means strict f32 for f32 ops only") {
   EngineGuard guard;
-  CHECK_FALSE(seg::cuda::allow_tf32());
-  seg::cuda::set_allow_tf32(true);
+  CHECK(seg::cuda::allow_tf32());
   CHECK(seg::cuda::use_tensor_cores(DType::f32));
   CHECK(seg::cuda::describe_engines().find("TF32 tensor cores") != std::string::npos);
   seg::cuda::set_allow_tf32(false);
