@@ -365,13 +365,13 @@ std::vector<float> conv_reference(const ConvShape& s, ConvDir d, const std::vect
   std::vector<float> out;
   if (d == ConvDir::forward) {
     out.resize(static_cast<size_t>(s.y_numel()));
-    cpu::conv2d_forward_f32(s, x.data(), w.data(), nullptr, out.data());
+    cpu::conv2d_forward<float>(s, x.data(), w.data(), nullptr, out.data());
   } else if (d == ConvDir::backward_data) {
     out.resize(static_cast<size_t>(s.x_numel()));
-    cpu::conv2d_backward_data_f32(s, w.data(), dy.data(), out.data());
+    cpu::conv2d_backward_data<float>(s, w.data(), dy.data(), out.data());
   } else {
     out.resize(static_cast<size_t>(s.w_numel()));
-    cpu::conv2d_backward_weight_f32(s, x.data(), dy.data(), out.data(), nullptr);
+    cpu::conv2d_backward_weight<float>(s, x.data(), dy.data(), out.data(), nullptr);
   }
   for (float& v : out) v = static_cast<float>(f16(v));  // the kernels write f16
   return out;
