@@ -54,6 +54,25 @@ else()
   set(SEG_CUDNN OFF CACHE BOOL "" FORCE)
   set(SEG_NCCL OFF CACHE BOOL "" FORCE)
 endif()
+
+# cuDNN, for the `cudnn` engine (kernels/cuda/engine_cudnn.h): the header is needed to build it,
+# the library only at run time (dlopen). Looked for in the toolkit, $CUDNN_HOME and the
+# nvidia-cudnn-cu13 Python package; without the header the engine is left out of the build.
+set(SEG_CUDNN_SUMMARY "OFF")
+if(SEG_CUDNN)
+  file(GLOB _seg_cudnn_py LIST_DIRECTORIES true /usr/local/lib/python3*/dist-packages/nvidia/cudnn
+       /usr/lib/python3*/dist-packages/nvidia/cudnn /usr/local/lib/python3*/site-packages/nvidia/cudnn
+       $ENV{HOME}/.local/lib/python3*/site-packages/nvidia/cudnn)
+  find_path(SEG_CUDNN_INCLUDE_DIR cudnn.h HINTS ${CUDAToolkit_INCLUDE_DIRS} $ENV{CUDNN_HOME} ${_seg_cudnn_py}
+            PATH_SUFFIXES include)
+  find_library(SEG_CUDNN_LIBRARY NAMES cudnn libcudnn.so.9 HINTS ${CUDAToolkit_LIBRARY_DIR} $ENV{CUDNN_HOME}
+               ${_seg_cudnn_py} PATH_SUFFIXES lib lib64)
+  if(SEG_CUDNN_INCLUDE_DIR)
+    set(SEG_CUDNN_SUMMARY "ON  (cudnn.h in ${SEG_CUDNN_INCLUDE_DIR}; library loaded at run time, found at build time: ${SEG_CUDNN_LIBRARY})")
+  else()
+    set(SEG_CUDNN_SUMMARY "OFF (cudnn.h not found: set CUDNN_HOME or install nvidia-cudnn-cu13)")
+  endif()
+endif()
 if(SEG_SIM AND NOT SEG_HAVE_CUDA_HEADERS)
   message(WARNING "SEG_SIM needs the CUDA toolkit headers (cuda_fp16.h, mma.h); turning it off")
   set(SEG_SIM OFF CACHE BOOL "" FORCE)
@@ -113,7 +132,7 @@ function(seg_print_summary)
   message(STATUS "  CPU baseline      : ${SEG_CPU_BASELINE} (+ AVX-512 by run-time dispatch)")
   message(STATUS "  CUDA (nvcc)       : ${SEG_CUDA}  archs ${SEG_CUDA_ARCHITECTURES}  nvcc=${SEG_NVCC}")
   message(STATUS "  CUDA simulator    : ${SEG_SIM}  (CUDA headers: ${SEG_HAVE_CUDA_HEADERS})")
-  message(STATUS "  cuDNN             : ${SEG_CUDNN}")
+  message(STATUS "  cuDNN             : ${SEG_CUDNN_SUMMARY}")
   message(STATUS "  NCCL              : ${SEG_NCCL}")
   message(STATUS "  MPI               : ${SEG_MPI}")
   message(STATUS "  BLAS              : ${SEG_BLAS_SUMMARY}")

@@ -18,13 +18,18 @@
 // (16-byte aligned, contents undefined on entry). Tensors must have < 2^31 elements.
 //
 // The one place that picks the algorithm is kernels/cuda/conv2d_dispatch.cu:
-//   depthwise (groups == C == O > 1)  -> memory-bound depthwise kernels   (conv2d_depthwise.cu)
-//   everything else                   -> implicit-GEMM SIMT kernels        (conv2d_igemm.cu)
-//   ConvAlgo::direct                  -> one thread per output element     (conv2d_direct.cu), a slow
-//                                        plain fallback and cross-check
-// set_conv_algo() (or SEG_CUDA_CONV_ALGO=auto|igemm|depthwise|direct) forces a path for tests and
-// benchmarks; forcing depthwise on a shape that is not depthwise falls back to automatic. The
-// tensor-core kernels (issue 15) add their ConvAlgo value and their branch in the same function.
+//   --engine cudnn (engine.h)          -> cuDNN                             (engine_cudnn.cu)
+//   depthwise (groups == C == O > 1)   -> memory-bound depthwise kernels   (conv2d_depthwise.cu)
+//   conv2d_tc_preferred shapes (dense; grouped with >= 4 channels per group in and out), in
+//   f16/bf16, or in f32 while TF32 is allowed (the default, engine.h)
+//                                      -> implicit GEMM on tensor cores    (conv2d_tc_*.cu)
+//   everything else (f32 with TF32 off: strict f32; groups of 1-3 channels)
+//                                      -> implicit-GEMM SIMT kernels       (conv2d_igemm.cu)
+//   ConvAlgo::direct                   -> one thread per output element    (conv2d_direct.cu), a slow
+//                                         plain fallback and cross-check
+// set_conv_algo() (or SEG_CUDA_CONV_ALGO=auto|igemm|depthwise|direct|tc) forces one of the own
+// paths for tests and benchmarks; forcing depthwise on a shape that is not depthwise falls back to
+// automatic. conv2d_algo<T>(s) says which own path a call would take now.
 // Each path's header comment (in its .cu) states its tiling, launch configuration, memory traffic
 // and the atomics it avoids. All paths are deterministic (no atomics; fixed-order reductions).
 #pragma once
@@ -39,9 +44,15 @@ namespace seg::cuda {
 
 using ::seg::ConvShape;
 
-enum class ConvAlgo { automatic, implicit_gemm, depthwise, direct };
+// tensor_cores: the implicit-GEMM tensor-core kernels (kernels/cuda/conv2d_tc.h); automatic takes
+// them for dense and grouped shapes (conv2d_tc_preferred) in f16/bf16, and in f32 while TF32 is
+// allowed (seg::cuda::allow_tf32, kernels/cuda/engine.h).
+enum class ConvAlgo { automatic, implicit_gemm, depthwise, direct, tensor_cores };
 ConvAlgo conv_algo();
 void set_conv_algo(ConvAlgo algo);
+// The own path conv2d_forward/backward_* take for this shape and T under the current forcing and TF32
+// switch (never automatic; the cudnn engine, when requested, is decided before it).
+template <class T> ConvAlgo conv2d_algo(const ConvShape& s);
 
 // One filter per channel (groups == C == O > 1): MobileNetV2's 3x3 convolutions.
 inline bool conv2d_is_depthwise(const ConvShape& s) { return s.groups == s.C && s.O == s.C && s.groups > 1; }

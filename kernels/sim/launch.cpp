@@ -6,6 +6,8 @@
 #include <mutex>
 #include <thread>
 
+#include "kernels/sim/access_check.h"
+#include "kernels/sim/counter_hooks.h"
 #include "kernels/sim/device_memory.h"
 #include "kernels/sim/sanitizer_hooks.h"
 #include "kernels/sim/worker.h"
@@ -76,6 +78,8 @@ void run_worker(Worker& w, LaunchState& launch, uint64_t first, uint64_t stride)
       break;
     }
   }
+  access_release_worker(w);
+  counters_release_worker(w);
   std::lock_guard<std::mutex> lock(launch.mutex);
   LaunchStats& s = launch.stats;
   s.blocks += w.stats.blocks;
@@ -175,6 +179,7 @@ void run_launch(const LaunchRequest& request) {
   launch.switch_impl =
       (launch.options.use_ucontext || !has_assembly_switch()) ? SwitchImpl::ucontext : SwitchImpl::assembly;
   install_segv_handler();
+  counters_begin_launch(launch);
 
   const uint64_t workers = std::min<uint64_t>(static_cast<uint64_t>(launch.options.workers), launch.total_blocks);
   if (workers <= 1) {
@@ -193,8 +198,9 @@ void run_launch(const LaunchRequest& request) {
                  static_cast<unsigned long long>(s.barriers), static_cast<unsigned long long>(s.warp_collectives),
                  static_cast<unsigned long long>(s.inactive_lane_reads));
   }
+  const std::string slack = launch.fault ? std::string() : check_allocation_slack();
+  counters_end_launch(launch, launch.fault.has_value() || !slack.empty());
   if (launch.fault) throw *launch.fault;
-  const std::string slack = check_allocation_slack();
   if (!slack.empty())
     throw KernelFault(FaultKind::out_of_bounds, std::string("seg::sim: out-of-bounds write: kernel ") +
                                                     request.kernel_name + " launched at " +

@@ -31,6 +31,9 @@ namespace detail {
 class KernelInvoker {
  public:
   virtual void run_thread() const = 0;
+  // The bytes of this object (the kernel pointer and the stored arguments): kernel code reads the
+  // arguments from here, which the pointer checks accept as the kernel's parameter space.
+  virtual size_t storage_bytes() const = 0;
 
  protected:
   ~KernelInvoker() = default;
@@ -57,6 +60,7 @@ class Invoker final : public KernelInvoker {
   // std::apply copies each stored argument into the kernel's by-value parameters: every simulated
   // thread gets its own copies, which it may modify.
   void run_thread() const override { std::apply(kernel_, params_); }
+  size_t storage_bytes() const override { return sizeof *this; }
 
  private:
   void (*kernel_)(Params...);

@@ -13,6 +13,9 @@
 //   SEG_SIM_STACK_KB = N                       stack of each simulated thread (256; 1024 under sanitizers)
 //   SEG_SIM_SWITCH   = asm | ucontext          context switch implementation (asm on x86-64)
 //   SEG_SIM_VERBOSE  = 1                       print statistics after every launch
+//   SEG_SIM_CHECK_POINTERS = 1 | 0             check every access of kernel code (1; default build only)
+//   SEG_SIM_PROFILE  = 1 | summary             collect the performance counters (counters.h) and print
+//                                              a table per launch and totals at exit (1), or totals only
 #pragma once
 
 #include <cstddef>
@@ -29,6 +32,12 @@ enum class Schedule {
   random,       // a seeded random pick among the runnable threads at every switch
 };
 
+enum class ProfileOutput {
+  none,
+  each_launch,  // a table per launch, and the totals per kernel at exit (SEG_SIM_PROFILE=1)
+  summary,      // only the totals per kernel at exit (SEG_SIM_PROFILE=summary)
+};
+
 struct Options {
   Schedule schedule = Schedule::round_robin;
   uint64_t seed = 1;
@@ -42,6 +51,12 @@ struct Options {
   size_t stack_bytes = 0;  // 0: the default for this build
   bool use_ucontext = false;
   bool verbose = false;
+  // Pointer checks of every load and store of kernel code (access_check.h). Only the default build
+  // instruments kernel code; under ASan and TSan the setting has no effect.
+  bool check_pointers = true;
+  // Performance counters (counters.h), read with last_launch_counters(); `profile` also prints them.
+  bool counters = false;
+  ProfileOutput profile = ProfileOutput::none;
 };
 
 // The options used by the next launch (environment defaults until set_options is called).
@@ -83,8 +98,11 @@ enum class FaultKind {
   bad_argument,       // other invalid arguments (mask without the caller, bad width, ...)
   fragment_mismatch,  // lanes hold different WMMA fragments: code relies on the lane mapping
   shared_overrun,     // dynamic shared memory written beyond the launched size
-  out_of_bounds,      // device memory written past the end of its allocation (found after the launch)
-  bad_address,        // a pointer in the wrong memory space (e.g. cp.async from host memory)
+  out_of_bounds,      // an access past the end (or before the start) of an allocation or static shared array
+  bad_address,        // a pointer in the wrong memory space (a host pointer, cp.async from host memory)
+  use_after_free,     // an access to a freed allocation
+  peer_access,        // an access to another device's memory without peer access
+  stack_overflow,     // a simulated thread's locals outgrew its stack (SEG_SIM_STACK_KB)
   trap,               // __trap() or an exception thrown by kernel code
 };
 const char* fault_kind_name(FaultKind kind);

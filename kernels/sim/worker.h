@@ -20,6 +20,7 @@
 namespace seg::sim::detail {
 
 struct Worker;
+struct LaunchCounters;  // counters.cpp
 
 // Everything the workers of one launch share. Read-only while blocks run, except the fault slot.
 struct LaunchState {
@@ -35,6 +36,11 @@ struct LaunchState {
   std::optional<KernelFault> fault;
   uint64_t fault_block = 0;
   LaunchStats stats;
+  LaunchCounters* counters = nullptr;  // set when the launch is counted (counter_hooks.h)
+  // The device the kernel runs on, and the devices whose memory it may access (bit d: device d;
+  // the launching device and those it has peer access to). Pointer checks fault on the others.
+  int device = 0;
+  uint64_t accessible_devices = 1;
 };
 
 enum class ThreadState : uint8_t { runnable, waiting, exited };

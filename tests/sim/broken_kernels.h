@@ -45,4 +45,12 @@ void cp_async_without_wait(const float* x, float* y);            // 128 threads
 void ldmatrix_misaligned(const unsigned short* x, unsigned* y);  // rows at 8-byte offsets
 void cp_async_from_host_memory(const float* host_x, float* y);   // source is not device memory
 
+// broken_pointers.cu: y[i] = 2 x[i] (blocks of 128); the bugs are the pointers the host passes
+void scale_by_two(const float* x, float* y, int n);
+void read_other_threads_local(float* y);  // 64 threads read thread 0's local variable
+
+// broken_performance.cu: correct results, counted waste
+void transpose_bank_conflicts(const float* in, float* out, int rows, int cols);  // out = in^T, 32 x 32 tiles
+void row_sums_uncoalesced(const float* a, float* sums, int rows, int cols);      // one thread per row
+
 }  // namespace simtest::broken

@@ -12,11 +12,13 @@
 namespace simtest {
 
 struct Outcome {
-  enum class Kind { correct, wrong, fault } kind = Kind::correct;
+  // counted: the results are right and the performance counters show the planted waste.
+  enum class Kind { correct, wrong, fault, counted } kind = Kind::correct;
   seg::sim::FaultKind fault_kind = seg::sim::FaultKind::trap;
   size_t wrong_elements = 0;
-  std::string message;  // the fault report
-  // "correct", "wrong", or "fault:<kind name>"
+  std::string message;  // the fault report, or the counters that show the waste
+  std::string counted;  // what the counters show ("bank conflicts", "uncoalesced")
+  // "correct", "wrong", "fault:<kind name>" or "counted:<what>"
   std::string summary() const;
 };
 

@@ -25,6 +25,9 @@
 #else
 #define SEG_SIM_TEST_TSAN 0
 #endif
+// Whether kernel code is instrumented for the pointer checks and counters (kernels/sim/CMakeLists.txt:
+// the build without a sanitizer). Equal to seg::sim::counters_available().
+#define SEG_SIM_TEST_INSTRUMENTED (!SEG_SIM_TEST_ASAN && !SEG_SIM_TEST_TSAN)
 
 namespace simtest {
 

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "kernels/common/half.h"
+#include "kernels/cuda/engine.h"
 #include "tests/kernels/cuda/cuda_test_util.h"
 
 namespace seg::test {
@@ -57,6 +58,25 @@ template <class T> Tolerance f32_sum_tolerance(int64_t terms, double max_abs_sum
   }
   return t;
 }
+
+// The same sum on TF32 tensor cores (f32 convolutions while TF32 is allowed): both factors of every
+// product are first cut to TF32's 10 mantissa bits, each within 2^-10 relative of itself (2^-11 when
+// rounded to nearest; 2^-10 also covers truncation), so a product is within (2^-9 + 2^-20)|a b| of the
+// exact one; added to the f32 bound above, with the same factor 2.
+template <class T> Tolerance tf32_sum_tolerance(int64_t terms, double max_abs_sum) {
+  Tolerance t = f32_sum_tolerance<T>(terms, max_abs_sum);
+  t.atol += 2.0 * (1.0 / (1 << 9) + 1.0 / (1 << 20)) * max_abs_sum;
+  return t;
+}
+
+// Switches TF32 for f32 convolutions and GEMMs (kernels/cuda/engine.h) for a scope, then restores it.
+struct ScopedTf32 {
+  explicit ScopedTf32(bool allow) : before(seg::cuda::allow_tf32()) { seg::cuda::set_allow_tf32(allow); }
+  ~ScopedTf32() { seg::cuda::set_allow_tf32(before); }
+  ScopedTf32(const ScopedTf32&) = delete;
+  ScopedTf32& operator=(const ScopedTf32&) = delete;
+  bool before;
+};
 
 template <class T> double max_abs(const std::vector<T>& v) {
   double m = 0;

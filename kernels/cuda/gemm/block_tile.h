@@ -1,0 +1,191 @@
+// Tensor-core GEMM, level 3 (block): one BM x BN tile of D per thread block, a multi-stage cp.async
+// pipeline over K, then the epilogue. The kernel every tensor-core GEMM and implicit-GEMM
+// convolution of the project runs.
+//
+// The loop nest (one block; Shape = tile_config.h's TileShape):
+//   for kt in this split's K tiles:                         the pipeline keeps STAGES-1 tiles in flight
+//     wait for tile kt (cp.async.wait_group STAGES-2); __syncthreads()
+//     issue the copies of tile kt + STAGES-1 into the stage tile kt-1 used (free: all threads
+//       passed the barrier after computing on it)
+//     each warp: for kk in 0..BK step 16 (8 for TF32): fragments from shared memory, MMAs
+//   drain, __syncthreads(); per warp row: accumulators -> shared memory, __syncthreads(),
+//     epilogue (epilogue.h) -> D, __syncthreads()
+// One barrier per K tile. STAGES == 1 is the unpipelined version (load, wait, barrier, compute,
+// barrier), kept for the kernel lab.
+//
+// Grid: x = M tiles (fastest: consecutive blocks share a B tile, the convolution's weights),
+// y = N tiles, z = groups * splits. Split-K: split s of S computes K tiles
+// [s * per_split, (s+1) * per_split) and writes its raw f32 sums to partial[g][s][M][N]; a second
+// kernel (splitk_reduce_kernel) adds the S partials in the fixed order 0..S-1 and applies the
+// epilogue: deterministic, no atomics (DESIGN decision 11), the same bits on every run.
+// Shared memory (dynamic): STAGES * (A tile + B tile), reused after the loop for one warp row of
+// accumulators, WM x (BN + pad) floats (the warp tile's kStagePad: no bank conflicts).
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/cuda/dynamic_smem.h"
+#include "kernels/cuda/gemm/epilogue.h"
+#include "kernels/cuda/gemm/tile_config.h"
+#include "kernels/cuda/gemm/tile_loader.h"
+#include "kernels/cuda/gemm/warp_tile.h"
+#include "kernels/cuda/ptx.h"
+
+namespace seg::cuda::tc {
+
+// A planted bug, for the tests that prove the test suite catches the bugs such kernels have
+// (tests/kernels/cuda/test_gemm_tc_planted.cpp). Product launchers always use Plant::none.
+enum class Plant : int {
+  none,
+  no_barrier_after_wait,  // consumers read a stage before every thread's copies have landed
+  wait_one_group_short,   // cp.async.wait_group STAGES-1: the tile being computed may be in flight
+  swizzle_mismatch,       // copies land swizzled, fragments read the tile as if it were plain
+};
+
+template <class T_, class Shape_, Major MA_, Major MB_, SmemKind Kind_,
+          template <class, class, Major, Major, class, class> class WarpTile_, class ASource_, class BSource_,
+          Plant Plant_ = Plant::none>
+struct GemmKernel {
+  using T = T_;
+  using Shape = Shape_;
+  using ASource = ASource_;
+  using BSource = BSource_;
+  static constexpr Major MA = MA_, MB = MB_;
+  static constexpr int BM = Shape::BM, BN = Shape::BN, BK = Shape::BK, STAGES = Shape::STAGES;
+  static constexpr int THREADS = Shape::THREADS;
+  using TileA = OperandTile<Kind_, MA, BM, BK, T>;
+  using TileB = OperandTile<Kind_, MB, BN, BK, T>;
+  // The layout the fragment loads assume (differs from the copies' only in the planted bug).
+  using ReadTileA = OperandTile<Plant_ == Plant::swizzle_mismatch ? SmemKind::plain : Kind_, MA, BM, BK, T>;
+  using ReadTileB = OperandTile<Plant_ == Plant::swizzle_mismatch ? SmemKind::plain : Kind_, MB, BN, BK, T>;
+  using Warp = WarpTile_<T, Shape, MA, MB, ReadTileA, ReadTileB>;
+  using LoaderA = TileLoader<T, MA, TileA, THREADS, ASource>;
+  using LoaderB = TileLoader<T, MB, TileB, THREADS, BSource>;
+
+  static constexpr int kStageElements = TileA::kElements + TileB::kElements;
+  static constexpr int kLdc = BN + Warp::kStagePad;
+  static constexpr int kEpilogueBytes = Shape::WM * kLdc * 4;
+  static constexpr int kPipelineBytes = STAGES * kStageElements * static_cast<int>(sizeof(T));
+  static constexpr int kSmemBytes = kPipelineBytes > kEpilogueBytes ? kPipelineBytes : kEpilogueBytes;
+
+  struct Params {
+    ASource a;
+    BSource b;
+    int M, N, K;  // per group
+    int k_tiles, splits, k_tiles_per_split;
+    bool vec_a, vec_b;  // 16-byte cp.async path (else element-wise), per operand
+    EpilogueParams ep;  // used when splits == 1
+    float* partial;     // [groups][splits][M][N] when splits > 1
+  };
+
+  __device__ static void run(const Params& p) {
+    T* smem = seg::dynamic_smem<T>();
+    const int tid = static_cast<int>(threadIdx.x), lane = tid % 32, warp = tid / 32;
+    const int warp_m = warp / Shape::WARPS_N, warp_n = warp % Shape::WARPS_N;
+    const int g = static_cast<int>(blockIdx.z) / p.splits, split = static_cast<int>(blockIdx.z) % p.splits;
+    const int m0 = static_cast<int>(blockIdx.x) * BM, n0 = static_cast<int>(blockIdx.y) * BN;
+    const ASource a = p.a.with_group(g);
+    const BSource b = p.b.with_group(g);
+    LoaderA load_a;
+    LoaderB load_b;
+    load_a.init(a, m0, tid);
+    load_b.init(b, n0, tid);
+
+    const int kt_begin = split * p.k_tiles_per_split;
+    const int kt_end = kt_begin + p.k_tiles_per_split < p.k_tiles ? kt_begin + p.k_tiles_per_split : p.k_tiles;
+    const int tiles = kt_end > kt_begin ? kt_end - kt_begin : 0;
+    auto stage_a = [&](int s) { return smem + s * kStageElements; };
+    auto stage_b = [&](int s) { return smem + s * kStageElements + TileA::kElements; };
+    auto issue = [&](int s, int kt) {
+      load_a.load(a, stage_a(s), kt * BK, p.vec_a);
+      load_b.load(b, stage_b(s), kt * BK, p.vec_b);
+    };
+
+    Warp w;
+    w.clear();
+    if constexpr (STAGES == 1) {
+      for (int i = 0; i < tiles; ++i) {
+        issue(0, kt_begin + i);
+        seg::ptx::cp_async_wait_all();
+        if constexpr (Plant_ != Plant::no_barrier_after_wait) __syncthreads();
+        w.mma_stage(stage_a(0), stage_b(0), warp_m * Shape::WM, warp_n * Shape::WN, lane);
+        __syncthreads();
+      }
+    } else {
+      for (int s = 0; s < STAGES - 1; ++s) {
+        if (s < tiles) issue(s, kt_begin + s);
+        seg::ptx::cp_async_commit();
+      }
+      for (int i = 0; i < tiles; ++i) {
+        if constexpr (Plant_ == Plant::wait_one_group_short)
+          seg::ptx::cp_async_wait_group<STAGES - 1>();
+        else
+          seg::ptx::cp_async_wait_group<STAGES - 2>();
+        if constexpr (Plant_ != Plant::no_barrier_after_wait) __syncthreads();
+        const int next = i + STAGES - 1;
+        if (next < tiles) issue(next % STAGES, kt_begin + next);
+        seg::ptx::cp_async_commit();
+        w.mma_stage(stage_a(i % STAGES), stage_b(i % STAGES), warp_m * Shape::WM, warp_n * Shape::WN, lane);
+        if constexpr (Plant_ == Plant::no_barrier_after_wait) __syncthreads();  // keeps the stages' reuse safe
+      }
+    }
+    seg::ptx::cp_async_wait_all();
+    __syncthreads();
+
+    EpilogueParams ep = p.ep;
+    int eg = g;
+    if (p.splits > 1) {
+      ep = EpilogueParams{};
+      ep.d = p.partial + (static_cast<int64_t>(g) * p.splits + split) * p.M * p.N;
+      ep.ldd = p.N;
+      ep.d_vec = p.N % 4 == 0;
+      eg = 0;
+    }
+    float* cs = seg::dynamic_smem<float>();
+    for (int pass = 0; pass < Shape::WARPS_M; ++pass) {
+      if (warp_m == pass) w.store(cs, kLdc, warp_n * Shape::WN, lane);
+      __syncthreads();
+      store_tile<THREADS>(ep, cs, kLdc, Shape::WM, BN, m0 + pass * Shape::WM, n0, p.M, p.N, eg);
+      __syncthreads();
+    }
+  }
+};
+
+template <class Kernel>
+__global__ void __launch_bounds__(Kernel::THREADS) gemm_tc_kernel(const typename Kernel::Params p) {
+  Kernel::run(p);
+}
+
+// D[g] = epilogue(sum over s = 0..splits-1, in that order, of partial[g][s]); one thread per
+// 4 columns of a row, grid-stride. (A template so that every .cu file has its own copy: without
+// relocatable device code a kernel is launched from the translation unit that defines it.)
+template <int THREADS>
+__global__ void __launch_bounds__(THREADS)
+    splitk_reduce_kernel(const float* partial, int splits, int M, int N, int groups, const EpilogueParams ep) {
+  const int chunks = (N + 3) / 4;
+  const int64_t total = static_cast<int64_t>(groups) * M * chunks;
+  const int64_t slice = static_cast<int64_t>(M) * N;
+  for (int64_t idx = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; idx < total;
+       idx += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int g = static_cast<int>(idx / (static_cast<int64_t>(M) * chunks));
+    const int64_t rest = idx - static_cast<int64_t>(g) * M * chunks;
+    const int m = static_cast<int>(rest / chunks), n = static_cast<int>(rest % chunks) * 4;
+    const int count = N - n < 4 ? N - n : 4;
+    float v[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    for (int s = 0; s < splits; ++s) {
+      const float* src = partial + (static_cast<int64_t>(g) * splits + s) * slice + static_cast<int64_t>(m) * N + n;
+      if (count == 4 && N % 4 == 0) {
+        const float4 x = load_vec<float4>(src);
+        v[0] += x.x;
+        v[1] += x.y;
+        v[2] += x.z;
+        v[3] += x.w;
+      } else {
+        for (int e = 0; e < count; ++e) v[e] += src[e];
+      }
+    }
+    store_chunk(ep, g, m, n, N, v);
+  }
+}
+
+}  // namespace seg::cuda::tc

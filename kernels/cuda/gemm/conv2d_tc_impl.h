@@ -1,0 +1,292 @@
+// The definitions of kernels/cuda/conv2d_tc.h, instantiated per element type by
+// conv2d_tc_{f16,bf16,tf32}.cu. Each direction builds its two operand sources
+// (operand_source.h), checks which may take the 16-byte path, and hands them to dispatch_gemm.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <type_traits>
+#include <stdexcept>
+#include <string>
+
+#include "kernels/cuda/conv2d_tc.h"
+#include "kernels/cuda/gemm/device_launch.h"
+#include "kernels/cuda/gemm/operand_source.h"
+
+namespace seg::cuda::tc {
+
+// db[o] = sum over p of dy[p, o], f32 sums in a fixed order. Pass 1: block (c, r) sums column group c
+// (32 columns, one per lane: coalesced rows) over rows [r * rows_per_chunk, ...), its 8 warps taking
+// every 8th row, then adds the 8 warp sums in warp order into out[r][o] (TOut: float partials, or
+// db itself when there is a single chunk). Pass 2: db[o] = sum over r in order.
+template <class TOut>
+__device__ __forceinline__ void store_as(TOut* p, int64_t i, float v) {
+  if constexpr (std::is_same_v<TOut, float>)
+    p[i] = v;
+  else if constexpr (std::is_same_v<TOut, __half>)
+    p[i] = __float2half_rn(v);
+  else
+    p[i] = __float2bfloat16_rn(v);
+}
+
+template <class T, class TOut>
+__global__ void __launch_bounds__(256)
+    bias_grad_partial_kernel(const T* dy, int64_t ldy, int P, int O, int rows_per_chunk, TOut* out) {
+  __shared__ float sums[8][32];
+  const int lane = static_cast<int>(threadIdx.x) % 32, warp = static_cast<int>(threadIdx.x) / 32;
+  const int o = static_cast<int>(blockIdx.x) * 32 + lane;
+  const int64_t r0 = static_cast<int64_t>(blockIdx.y) * rows_per_chunk;
+  const int64_t r1 = r0 + rows_per_chunk < P ? r0 + rows_per_chunk : P;
+  float s = 0.0f;
+  if (o < O)
+    for (int64_t p = r0 + warp; p < r1; p += 8) s += load_as_float(dy, p * ldy + o, out_type<T>());
+  sums[warp][lane] = s;
+  __syncthreads();
+  if (warp == 0 && o < O) {
+    float t = 0.0f;
+    for (int w = 0; w < 8; ++w) t += sums[w][lane];
+    store_as(out, static_cast<int64_t>(blockIdx.y) * O + o, t);
+  }
+}
+
+template <class T>
+__global__ void __launch_bounds__(256) bias_grad_final_kernel(const float* partial, int chunks, int O, T* db) {
+  const int o = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
+  if (o >= O) return;
+  float t = 0.0f;
+  for (int r = 0; r < chunks; ++r) t += partial[static_cast<int64_t>(r) * O + o];
+  store_as(db, o, t);
+}
+
+constexpr int kBiasRowsPerChunk = 2048;
+
+inline int bias_grad_chunks(int64_t P) { return static_cast<int>((P + kBiasRowsPerChunk - 1) / kBiasRowsPerChunk); }
+
+struct ConvDims {
+  ConvGeometry geo;
+  int taps, Cg, Og, groups;
+  int64_t P, NHW;  // output pixels, input pixels
+};
+
+inline ConvDims conv_dims(const ConvShape& s, const char* who) {
+  auto fail = [&](const std::string& what) { throw std::invalid_argument(std::string(who) + ": " + what); };
+  if (s.N < 1 || s.H < 1 || s.W < 1 || s.C < 1 || s.O < 1 || s.KH < 1 || s.KW < 1 || s.stride_h < 1 ||
+      s.stride_w < 1 || s.dil_h < 1 || s.dil_w < 1 || s.pad_h < 0 || s.pad_w < 0 || s.groups < 1)
+    fail("invalid convolution shape (sizes, strides and dilations must be >= 1, padding >= 0)");
+  if (s.C % s.groups || s.O % s.groups) fail("C and O must be multiples of groups");
+  if (s.Ho() < 1 || s.Wo() < 1) fail("the kernel does not fit the padded input (output would be empty)");
+  constexpr int64_t kMax = std::numeric_limits<int32_t>::max();
+  const int64_t P = s.N * s.Ho() * s.Wo(), NHW = s.N * s.H * s.W;
+  if (P > kMax || NHW > kMax || s.KH * s.KW * s.C > kMax || s.O * s.KH * s.KW > kMax)
+    fail("the convolution's GEMM extents must stay below 2^31");
+  ConvDims d;
+  d.geo = ConvGeometry{static_cast<int>(s.N),        static_cast<int>(s.H),        static_cast<int>(s.W),
+                       static_cast<int>(s.Ho()),     static_cast<int>(s.Wo()),     static_cast<int>(s.KH),
+                       static_cast<int>(s.KW),       static_cast<int>(s.stride_h), static_cast<int>(s.stride_w),
+                       static_cast<int>(s.pad_h),    static_cast<int>(s.pad_w),    static_cast<int>(s.dil_h),
+                       static_cast<int>(s.dil_w)};
+  d.taps = static_cast<int>(s.KH * s.KW);
+  d.Cg = static_cast<int>(s.Cg());
+  d.Og = static_cast<int>(s.Og());
+  d.groups = static_cast<int>(s.groups);
+  d.P = P;
+  d.NHW = NHW;
+  return d;
+}
+
+inline int64_t pixel_stride(int64_t given, int64_t dense, const char* who, const char* name) {
+  if (given == 0) return dense;
+  if (given < dense)
+    throw std::invalid_argument(std::string(who) + ": " + name + "=" + std::to_string(given) +
+                                " is smaller than the channels of a pixel (" + std::to_string(dense) + ")");
+  return given;
+}
+
+template <class TOut>
+bool vec_out(const TOut* d, int64_t ld, int group_stride, int groups) {
+  return reinterpret_cast<uintptr_t>(d) % (4 * sizeof(TOut)) == 0 && ld % 4 == 0 && (groups == 1 || group_stride % 4 == 0);
+}
+
+// The GEMM of each direction: its operand sources, extents, 16-byte-path flags and epilogue, and
+// the number of groups (the kernel lab launches these with its own kernel versions).
+template <class A, class B>
+struct ConvGemm {
+  GemmArgs<A, B> p;
+  int groups = 1;
+};
+
+template <class T>
+ConvGemm<ConvFwdASource<device_t<T>>, MatrixSource<device_t<T>, Major::k>> forward_gemm(
+    const ConvShape& s, const T* x, const T* w, const T* b, T* y, const ConvTcArgs& args) {
+  using DT = device_t<T>;
+  constexpr int kChunk = Element<DT>::kChunk;
+  const ConvDims d = conv_dims(s, "conv2d_forward_tc");
+  const int64_t ldx = pixel_stride(args.ldx, s.C, "conv2d_forward_tc", "ldx");
+  const int64_t ldy = pixel_stride(args.ldy, s.O, "conv2d_forward_tc", "ldy");
+  const int K = d.taps * d.Cg;
+  GemmArgs<ConvFwdASource<DT>, MatrixSource<DT, Major::k>> p;
+  p.a = ConvFwdASource<DT>{reinterpret_cast<const DT*>(x), ldx, d.geo, d.Cg, static_cast<int>(d.P), K};
+  p.b = MatrixSource<DT, Major::k>{reinterpret_cast<const DT*>(w), K, d.Og, K, static_cast<int64_t>(d.Og) * K};
+  p.M = static_cast<int>(d.P);
+  p.N = d.Og;
+  p.K = K;
+  p.vec_a = aligned16(x) && ldx % kChunk == 0 && d.Cg % kChunk == 0;
+  p.vec_b = aligned16(w) && K % kChunk == 0;
+  p.ep.d = y;
+  p.ep.ldd = ldy;
+  p.ep.d_group_stride = d.Og;
+  p.ep.d_type = out_type<T>();
+  p.ep.d_vec = vec_out(y, ldy, d.Og, d.groups);
+  p.ep.bias = b;
+  p.ep.bias_group_stride = d.Og;
+  p.ep.act = act_of(args.act);
+  return {p, d.groups};
+}
+
+template <class T>
+void conv_forward_impl(const ConvShape& s, const T* x, const T* w, const T* b, T* y, Stream stream,
+                       const ConvTcArgs& args) {
+  using DT = device_t<T>;
+  const auto g = forward_gemm(s, x, w, b, y, args);
+  dispatch_gemm<DT, Major::k, Major::k, ConvFwdASource<DT>, MatrixSource<DT, Major::k>, false>(
+      g.p, args.options.family, args.options.tile, g.groups, args.options.split_k, args.workspace, stream);
+}
+
+template <class T>
+ConvGemm<ConvBwdDataASource<device_t<T>>, ConvBwdDataBSource<device_t<T>>> backward_data_gemm(
+    const ConvShape& s, const T* w, const T* dy, T* dx, const ConvTcArgs& args) {
+  using DT = device_t<T>;
+  constexpr int kChunk = Element<DT>::kChunk;
+  const ConvDims d = conv_dims(s, "conv2d_backward_data_tc");
+  const int64_t ldx = pixel_stride(args.ldx, s.C, "conv2d_backward_data_tc", "ldx");
+  const int64_t ldy = pixel_stride(args.ldy, s.O, "conv2d_backward_data_tc", "ldy");
+  const int K = d.taps * d.Og;
+  GemmArgs<ConvBwdDataASource<DT>, ConvBwdDataBSource<DT>> p;
+  p.a = ConvBwdDataASource<DT>{reinterpret_cast<const DT*>(dy), ldy, d.geo, d.Og, static_cast<int>(d.NHW), K};
+  p.b = ConvBwdDataBSource<DT>{reinterpret_cast<const DT*>(w), d.taps, d.Og, d.Cg, K};
+  p.M = static_cast<int>(d.NHW);
+  p.N = d.Cg;
+  p.K = K;
+  p.vec_a = aligned16(dy) && ldy % kChunk == 0 && d.Og % kChunk == 0;
+  p.vec_b = aligned16(w) && d.Cg % kChunk == 0;
+  p.ep.d = dx;
+  p.ep.ldd = ldx;
+  p.ep.d_group_stride = d.Cg;
+  p.ep.d_type = out_type<T>();
+  p.ep.d_vec = vec_out(dx, ldx, d.Cg, d.groups);
+  return {p, d.groups};
+}
+
+template <class T>
+void conv_backward_data_impl(const ConvShape& s, const T* w, const T* dy, T* dx, Stream stream,
+                             const ConvTcArgs& args) {
+  using DT = device_t<T>;
+  const auto g = backward_data_gemm(s, w, dy, dx, args);
+  dispatch_gemm<DT, Major::k, Major::mn, ConvBwdDataASource<DT>, ConvBwdDataBSource<DT>, false>(
+      g.p, args.options.family, args.options.tile, g.groups, args.options.split_k, args.workspace, stream);
+}
+
+template <class T>
+SplitPlan conv_backward_weight_plan(const ConvDims& d, const TcOptions& o, size_t available) {
+  using DT = device_t<T>;
+  const int J = d.taps * d.Cg;
+  const bool large = use_large_tile(o.tile, d.Og, J, d.groups);
+  using L = typename Tiles<DT>::Large;
+  using S = typename Tiles<DT>::Small;
+  return large ? plan_split_k(d.Og, J, d.P, d.groups, L::BM, L::BN, L::BK, o.split_k, available)
+               : plan_split_k(d.Og, J, d.P, d.groups, S::BM, S::BN, S::BK, o.split_k, available);
+}
+
+template <class T>
+ConvGemm<MatrixSource<device_t<T>, Major::mn>, ConvBwdWeightBSource<device_t<T>>> backward_weight_gemm(
+    const ConvShape& s, const T* x, const T* dy, T* dw, const ConvTcArgs& args) {
+  using DT = device_t<T>;
+  constexpr int kChunk = Element<DT>::kChunk;
+  const ConvDims d = conv_dims(s, "conv2d_backward_weight_tc");
+  const int64_t ldx = pixel_stride(args.ldx, s.C, "conv2d_backward_weight_tc", "ldx");
+  const int64_t ldy = pixel_stride(args.ldy, s.O, "conv2d_backward_weight_tc", "ldy");
+  const int J = d.taps * d.Cg;
+  GemmArgs<MatrixSource<DT, Major::mn>, ConvBwdWeightBSource<DT>> p;
+  p.a = MatrixSource<DT, Major::mn>{reinterpret_cast<const DT*>(dy), ldy, static_cast<int>(d.P), d.Og, d.Og};
+  p.b = ConvBwdWeightBSource<DT>{reinterpret_cast<const DT*>(x), ldx, d.geo, d.Cg, static_cast<int>(d.P), J};
+  p.M = d.Og;
+  p.N = J;
+  p.K = static_cast<int>(d.P);
+  p.vec_a = aligned16(dy) && ldy % kChunk == 0 && (d.groups == 1 || d.Og % kChunk == 0);
+  p.vec_b = aligned16(x) && ldx % kChunk == 0 && d.Cg % kChunk == 0;
+  p.ep.d = dw;
+  p.ep.ldd = J;
+  p.ep.d_group_stride = static_cast<int64_t>(d.Og) * J;
+  p.ep.d_type = out_type<T>();
+  p.ep.d_vec = vec_out(dw, J, d.Og * J, d.groups);
+  return {p, d.groups};
+}
+
+template <class T>
+void conv_backward_weight_impl(const ConvShape& s, const T* x, const T* dy, T* dw, T* db, Stream stream,
+                               const ConvTcArgs& args) {
+  using DT = device_t<T>;
+  const ConvDims d = conv_dims(s, "conv2d_backward_weight_tc");
+  pixel_stride(args.ldx, s.C, "conv2d_backward_weight_tc", "ldx");  // checked even when only db is asked for
+  const int64_t ldy = pixel_stride(args.ldy, s.O, "conv2d_backward_weight_tc", "ldy");
+  const TcWorkspace ws = args.workspace;
+  if (db) {
+    // With workspace for per-chunk partials every SM helps; without, one block per 32 columns sums
+    // all rows (correct, slower).
+    const int O = static_cast<int>(s.O), P = static_cast<int>(d.P);
+    int chunks = bias_grad_chunks(d.P);
+    if (!ws.data || ws.bytes < static_cast<size_t>(chunks) * O * 4) chunks = 1;
+    const dim3 grid(static_cast<unsigned>((O + 31) / 32), static_cast<unsigned>(chunks));
+    const DT* g = reinterpret_cast<const DT*>(dy);
+    if (chunks == 1) {
+      SEG_LAUNCH((bias_grad_partial_kernel<DT, DT>), grid, 256, 0, stream, g, ldy, P, O, P, reinterpret_cast<DT*>(db));
+    } else {
+      float* partial = static_cast<float*>(ws.data);
+      SEG_LAUNCH((bias_grad_partial_kernel<DT, float>), grid, 256, 0, stream, g, ldy, P, O, kBiasRowsPerChunk,
+                 partial);
+      SEG_LAUNCH(bias_grad_final_kernel<DT>, static_cast<unsigned>((O + 255) / 256), 256, 0, stream,
+                 static_cast<const float*>(partial), chunks, O, reinterpret_cast<DT*>(db));
+    }
+  }
+  if (!dw) return;
+  const auto g = backward_weight_gemm(s, x, dy, dw, args);
+  dispatch_gemm<DT, Major::mn, Major::mn, MatrixSource<DT, Major::mn>, ConvBwdWeightBSource<DT>, false>(
+      g.p, args.options.family, args.options.tile, g.groups, args.options.split_k, ws, stream);
+}
+
+}  // namespace seg::cuda::tc
+
+namespace seg::cuda {
+
+template <class T>
+void conv2d_forward_tc(const ConvShape& s, const T* x, const T* w, const T* b, T* y, Stream stream,
+                       const ConvTcArgs& args) {
+  tc::conv_forward_impl<T>(s, x, w, b, y, stream, args);
+}
+template <class T>
+void conv2d_backward_data_tc(const ConvShape& s, const T* w, const T* dy, T* dx, Stream stream,
+                             const ConvTcArgs& args) {
+  tc::conv_backward_data_impl<T>(s, w, dy, dx, stream, args);
+}
+template <class T>
+void conv2d_backward_weight_tc(const ConvShape& s, const T* x, const T* dy, T* dw, T* db, Stream stream,
+                               const ConvTcArgs& args) {
+  tc::conv_backward_weight_impl<T>(s, x, dy, dw, db, stream, args);
+}
+template <class T>
+size_t conv2d_backward_weight_tc_workspace_bytes(const ConvShape& s, const TcOptions& o) {
+  const tc::ConvDims d = tc::conv_dims(s, "conv2d_backward_weight_tc_workspace_bytes");
+  const size_t split = tc::conv_backward_weight_plan<T>(d, o, SIZE_MAX).bytes;
+  const size_t bias = static_cast<size_t>(tc::bias_grad_chunks(d.P)) * static_cast<size_t>(s.O) * 4;
+  return split > bias ? split : bias;
+}
+
+}  // namespace seg::cuda
+
+#define SEG_CONV2D_TC_INSTANTIATE(T)                                                                              \
+  template void conv2d_forward_tc<T>(const ConvShape&, const T*, const T*, const T*, T*, Stream,                  \
+                                     const ConvTcArgs&);                                                           \
+  template void conv2d_backward_data_tc<T>(const ConvShape&, const T*, const T*, T*, Stream, const ConvTcArgs&);  \
+  template void conv2d_backward_weight_tc<T>(const ConvShape&, const T*, const T*, T*, T*, Stream,                \
+                                             const ConvTcArgs&);                                                   \
+  template size_t conv2d_backward_weight_tc_workspace_bytes<T>(const ConvShape&, const TcOptions&);

@@ -1,0 +1,113 @@
+// Tensor-core GEMM, level 1 (instruction): the fragments of mma.sync m16n8k16 and of WMMA.
+//
+// mma.sync.m16n8k16 (PTX ISA, "Matrix fragments for mma.m16n8k16"), groupID g = lane / 4,
+// t = lane % 4, everything in 32-bit registers of two 16-bit elements:
+//   A 16x16 (4 regs): a[0] = A[g][2t..2t+1]    a[1] = A[g+8][2t..2t+1]
+//                     a[2] = A[g][2t+8..+9]    a[3] = A[g+8][2t+8..+9]
+//   B 16x8  (2 regs): b[0] = B[2t..2t+1][g]    b[1] = B[2t+8..+9][g]
+//   C/D 16x8 (4 floats): c[0..1] = C[g][2t..2t+1], c[2..3] = C[g+8][2t..2t+1]
+// ldmatrix.m8n8 gives lane l row l/4, columns 2(l%4)..+1 of each 8x8 matrix it loads (lanes 8q..8q+7
+// give the row addresses of matrix q); .trans swaps rows and columns. So an A tile stored with K
+// contiguous is exactly four 8x8 matrices for ldmatrix.x4, and one stored with M contiguous is the
+// same four matrices read with .trans; likewise for B. The helpers below compute each lane's row
+// address for both orientations. They take the tile's layout (SmemTile) so swizzled, padded and
+// plain tiles share the code.
+//
+// WMMA: the fragment types for 16x16 tiles. Their element-to-lane mapping is unspecified (it
+// differs between GPU generations): code may treat every element alike (scaling, tf32 rounding)
+// but anything position-dependent goes through shared memory (DESIGN decision 3).
+#pragma once
+
+#include <mma.h>
+
+#include <cstdint>
+#include <type_traits>
+
+#include "kernels/cuda/gemm/tile_config.h"
+#include "kernels/cuda/ptx.h"
+
+namespace seg::cuda::tc {
+
+// ---- mma.sync m16n8k16 ---------------------------------------------------------------------------
+template <class T>
+__device__ __forceinline__ void mma_16816(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
+  static_assert(std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>,
+                "mma.sync m16n8k16 multiplies __half or __nv_bfloat16");
+  if constexpr (std::is_same_v<T, __half>)
+    seg::ptx::mma_m16n8k16_f16(d, a, b, d);
+  else
+    seg::ptx::mma_m16n8k16_bf16(d, a, b, d);
+}
+
+// The A fragment of rows m0..m0+15, columns k0..k0+15 of the tile.
+template <Major Mj, class Tile, class T>
+__device__ __forceinline__ void load_a_fragment(uint32_t (&a)[4], const T* tile, int m0, int k0, int lane) {
+  if constexpr (Mj == Major::k) {
+    // Lanes 0-15 address rows m0..m0+15 at k0 (matrices 0, 1), lanes 16-31 the same rows at k0+8
+    // (matrices 2, 3): registers come back as a[0..3] of the table above.
+    seg::ptx::ldmatrix_x4(a, tile + Tile::offset(m0 + lane % 16, k0 + (lane / 16) * 8));
+  } else {
+    // Stored [k][m]: matrix q = lane / 8 is rows k0 + (q / 2) * 8 .. +7 at columns m0 + (q % 2) * 8;
+    // .trans turns each into the (m, k) 8x8 block that a[q] needs.
+    const int q = lane / 8, r = lane % 8;
+    seg::ptx::ldmatrix_x4_trans(a, tile + Tile::offset(k0 + (q / 2) * 8 + r, m0 + (q % 2) * 8));
+  }
+}
+
+// The B fragments of two neighbouring n8 tiles (columns n0..n0+7 and n0+8..n0+15), rows k0..k0+15.
+template <Major Mj, class Tile, class T>
+__device__ __forceinline__ void load_b_fragments(uint32_t (&b0)[2], uint32_t (&b1)[2], const T* tile, int n0, int k0,
+                                                 int lane) {
+  const int q = lane / 8, r = lane % 8;
+  uint32_t x[4];
+  if constexpr (Mj == Major::k) {
+    // Stored [n][k]: matrix q is rows n0 + (q / 2) * 8 + r at k0 + (q % 2) * 8; each 8x8 (n, k) block
+    // read without .trans gives lane l the pair B[2t..2t+1][g] that b[] holds.
+    seg::ptx::ldmatrix_x4(x, tile + Tile::offset(n0 + (q / 2) * 8 + r, k0 + (q % 2) * 8));
+  } else {
+    // Stored [k][n]: matrix q is rows k0 + (q % 2) * 8 + r at n0 + (q / 2) * 8, read with .trans.
+    seg::ptx::ldmatrix_x4_trans(x, tile + Tile::offset(k0 + (q % 2) * 8 + r, n0 + (q / 2) * 8));
+  }
+  b0[0] = x[0];
+  b0[1] = x[1];
+  b1[0] = x[2];
+  b1[1] = x[3];
+}
+
+// ---- WMMA ----------------------------------------------------------------------------------------
+// The WMMA shapes used here: 16x16x16 for __half and __nv_bfloat16, 16x16x8 for TF32 (float in
+// memory, rounded to TF32 in the fragment).
+template <class T>
+struct WmmaTraits {
+  static_assert(std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>,
+                "WMMA multiplies __half or __nv_bfloat16 (16x16x16) or float as TF32 (16x16x8)");
+  static constexpr int K = 16;
+  using FragmentType = T;
+};
+template <>
+struct WmmaTraits<float> {
+  static constexpr int K = 8;
+  using FragmentType = nvcuda::wmma::precision::tf32;
+};
+
+template <class T, Major Mj>
+using WmmaAFragment =
+    nvcuda::wmma::fragment<nvcuda::wmma::matrix_a, 16, 16, WmmaTraits<T>::K, typename WmmaTraits<T>::FragmentType,
+                           std::conditional_t<Mj == Major::k, nvcuda::wmma::row_major, nvcuda::wmma::col_major>>;
+// B is K x N: stored [k][n] (Major::mn) it is row_major, stored [n][k] (Major::k) col_major.
+template <class T, Major Mj>
+using WmmaBFragment =
+    nvcuda::wmma::fragment<nvcuda::wmma::matrix_b, 16, 16, WmmaTraits<T>::K, typename WmmaTraits<T>::FragmentType,
+                           std::conditional_t<Mj == Major::mn, nvcuda::wmma::row_major, nvcuda::wmma::col_major>>;
+template <class T>
+using WmmaAccumulator = nvcuda::wmma::fragment<nvcuda::wmma::accumulator, 16, 16, WmmaTraits<T>::K, float>;
+
+// TF32: load_matrix_sync leaves the float values as they are; the hardware multiplies only their
+// top 19 bits. Rounding (not truncating) them to TF32 first is what cuBLAS and PyTorch do. The
+// same for every element, so it does not depend on the unspecified layout.
+template <class Frag>
+__device__ __forceinline__ void round_to_tf32(Frag& f) {
+  for (int i = 0; i < f.num_elements; ++i) f.x[i] = nvcuda::wmma::__float_to_tf32(f.x[i]);
+}
+
+}  // namespace seg::cuda::tc

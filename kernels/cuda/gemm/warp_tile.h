@@ -1,0 +1,127 @@
+// Tensor-core GEMM, level 2 (warp): one warp's WM x WN accumulator tile, fed from one pipeline
+// stage in shared memory (BK deep), and its hand-over to the epilogue's shared-memory tile.
+//
+//   MmaSyncWarpTile  ldmatrix.x4 + mma.sync m16n8k16: (WM/16) x (WN/8) accumulators of 16x8,
+//                    4 floats per lane each. Per 16-deep k step: WM/16 A fragments (one ldmatrix.x4
+//                    each), WN/16 ldmatrix.x4 for pairs of B fragments, (WM/16)*(WN/8) mma.sync.
+//                    The accumulator layout is the PTX ISA's (mma_fragment.h), so store() writes
+//                    each lane's pairs straight to their (row, column) in shared memory.
+//   WmmaWarpTile     nvcuda::wmma 16x16 fragments (k 16 for halves, k 8 for TF32): (WM/16) x (WN/16)
+//                    accumulators. Fragments load from a plain strided tile (load_matrix_sync needs
+//                    a 32-byte aligned pointer and a leading dimension of whole 16-byte units), so
+//                    the tile may be padded but not swizzled. store() uses store_matrix_sync: the
+//                    fragment layout stays the library's business.
+// Both: mma_stage(As, Bs, wm0, wn0) with (wm0, wn0) the warp tile's corner in the block tile.
+#pragma once
+
+#include <mma.h>
+
+#include <cstdint>
+#include <type_traits>
+
+#include "kernels/cuda/gemm/mma_fragment.h"
+#include "kernels/cuda/gemm/tile_config.h"
+#include "kernels/cuda/gemm/vector_access.h"
+
+namespace seg::cuda::tc {
+
+template <class T, class Shape, Major MA, Major MB, class TileA, class TileB>
+struct MmaSyncWarpTile {
+  static constexpr int MI = Shape::WM / 16, NI = Shape::WN / 8;
+  static_assert(NI % 2 == 0, "B fragments are loaded in pairs of n8 tiles");
+  static_assert(Shape::BK % 16 == 0, "mma.sync m16n8k16 steps through K by 16");
+  // Row padding (floats) of the epilogue's staging tile: each half-warp's float2 stores (rows g,
+  // columns 2t) then cover all 32 banks once.
+  static constexpr int kStagePad = 8;
+  float acc[MI][NI][4];
+
+  __device__ void clear() {
+    SEG_UNROLL
+    for (int i = 0; i < MI; ++i)
+      SEG_UNROLL
+      for (int j = 0; j < NI; ++j)
+        SEG_UNROLL
+        for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.0f;
+  }
+
+  __device__ void mma_stage(const T* As, const T* Bs, int wm0, int wn0, int lane) {
+    SEG_UNROLL
+    for (int kk = 0; kk < Shape::BK; kk += 16) {
+      uint32_t a[MI][4], b[NI][2];
+      SEG_UNROLL
+      for (int i = 0; i < MI; ++i) load_a_fragment<MA, TileA>(a[i], As, wm0 + 16 * i, kk, lane);
+      SEG_UNROLL
+      for (int j = 0; j < NI; j += 2) load_b_fragments<MB, TileB>(b[j], b[j + 1], Bs, wn0 + 8 * j, kk, lane);
+      SEG_UNROLL
+      for (int i = 0; i < MI; ++i)
+        SEG_UNROLL
+        for (int j = 0; j < NI; ++j) mma_16816<T>(acc[i][j], a[i], b[j]);
+    }
+  }
+
+  // Writes the accumulators to cs (leading dimension ldc floats), row 0 of cs being row wm0.
+  __device__ void store(float* cs, int ldc, int wn0, int lane) const {
+    const int g = lane / 4, t = lane % 4;
+    SEG_UNROLL
+    for (int i = 0; i < MI; ++i)
+      SEG_UNROLL
+      for (int j = 0; j < NI; ++j) {
+        const int row = 16 * i + g, col = wn0 + 8 * j + 2 * t;
+        store_vec(cs + row * ldc + col, make_float2(acc[i][j][0], acc[i][j][1]));
+        store_vec(cs + (row + 8) * ldc + col, make_float2(acc[i][j][2], acc[i][j][3]));
+      }
+  }
+};
+
+template <class T, class Shape, Major MA, Major MB, class TileA, class TileB>
+struct WmmaWarpTile {
+  static constexpr int MI = Shape::WM / 16, NI = Shape::WN / 16, FK = WmmaTraits<T>::K;
+  static_assert(Shape::BK % FK == 0, "the K tile is whole WMMA steps");
+  // store_matrix_sync writes 16-byte row pieces; a row stride of BN + 4 floats (an odd number of
+  // 16-byte units) puts 8 consecutive rows in 8 different bank groups.
+  static constexpr int kStagePad = 4;
+  WmmaAccumulator<T> acc[MI][NI];
+
+  __device__ void clear() {
+    SEG_UNROLL
+    for (int i = 0; i < MI; ++i)
+      SEG_UNROLL
+      for (int j = 0; j < NI; ++j) nvcuda::wmma::fill_fragment(acc[i][j], 0.0f);
+  }
+
+  __device__ void mma_stage(const T* As, const T* Bs, int wm0, int wn0, int lane) {
+    SEG_UNROLL
+    for (int kk = 0; kk < Shape::BK; kk += FK) {
+      WmmaAFragment<T, MA> a[MI];
+      WmmaBFragment<T, MB> b[NI];
+      SEG_UNROLL
+      for (int i = 0; i < MI; ++i) {
+        const int m = wm0 + 16 * i;
+        nvcuda::wmma::load_matrix_sync(a[i], As + (MA == Major::k ? TileA::offset(m, kk) : TileA::offset(kk, m)),
+                                       TileA::kStride);
+        if constexpr (std::is_same_v<T, float>) round_to_tf32(a[i]);
+      }
+      SEG_UNROLL
+      for (int j = 0; j < NI; ++j) {
+        const int n = wn0 + 16 * j;
+        nvcuda::wmma::load_matrix_sync(b[j], Bs + (MB == Major::k ? TileB::offset(n, kk) : TileB::offset(kk, n)),
+                                       TileB::kStride);
+        if constexpr (std::is_same_v<T, float>) round_to_tf32(b[j]);
+      }
+      SEG_UNROLL
+      for (int i = 0; i < MI; ++i)
+        SEG_UNROLL
+        for (int j = 0; j < NI; ++j) nvcuda::wmma::mma_sync(acc[i][j], a[i], b[j], acc[i][j]);
+    }
+  }
+
+  __device__ void store(float* cs, int ldc, int wn0, int lane) const {
+    SEG_UNROLL
+    for (int i = 0; i < MI; ++i)
+      SEG_UNROLL
+      for (int j = 0; j < NI; ++j)
+        nvcuda::wmma::store_matrix_sync(cs + 16 * i * ldc + wn0 + 16 * j, acc[i][j], ldc, nvcuda::wmma::mem_row_major);
+  }
+};
+
+}  // namespace seg::cuda::tc

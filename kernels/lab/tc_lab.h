@@ -1,0 +1,60 @@
+// The CUDA kernel lab (kernels/lab/tc_lab.cpp): the versions of each kernel family, as the
+// harness sees them. One file per family lists its versions with a one-line idea each:
+//   gemm_tc_lab.cu   C[M,N] = A[M,K] * B[K,N], f16 in, f32 out (A, B row-major)
+//   conv_tc_lab.cu   the three convolution GEMMs, f16 (NHWC, [O,KH,KW,C] weights)
+// Built twice: lab_tc_sim (g++ against the simulator: small sizes, every element checked, the
+// simulator's counters and H200 roofline estimate) and lab_tc (nvcc, for a GPU: CUDA-event times,
+// TFLOP/s, the share of cuBLASLt / cuDNN).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "kernels/common/conv_shape.h"
+#include "kernels/common/half.h"
+#include "kernels/cuda/stream.h"
+
+namespace seg::lab {
+
+struct GemmProblem {
+  int M, N, K;
+  const seg::f16* A;  // M x K, row-major (device)
+  const seg::f16* B;  // K x N, row-major (device)
+  float* C;           // M x N, row-major (device)
+  void* workspace;    // split-K partials, cuBLASLt's workspace
+  size_t workspace_bytes;
+};
+
+struct Version {
+  int id;
+  const char* name;
+  const char* idea;
+  bool library;  // the baseline (cuBLASLt / cuDNN), not a version of ours
+};
+
+// GEMM family.
+const std::vector<Version>& gemm_versions();
+// Runs version `id` (launches only; nothing is synchronised). False if this build lacks it.
+bool run_gemm_version(int id, const GemmProblem& p, seg::cuda::Stream stream);
+size_t gemm_workspace_bytes(int M, int N, int K);
+
+enum class ConvDir { forward, backward_data, backward_weight };
+const char* conv_dir_name(ConvDir d);
+
+struct ConvProblem {
+  ConvShape s;
+  ConvDir dir;
+  const seg::f16* x;   // forward, backward weight: [N,H,W,C]
+  const seg::f16* w;   // forward, backward data: [O,KH,KW,Cg]
+  const seg::f16* dy;  // backward: [N,Ho,Wo,O]
+  seg::f16* out;       // y, dx or dw
+  void* workspace;
+  size_t workspace_bytes;
+};
+
+const std::vector<Version>& conv_versions();
+bool run_conv_version(int id, const ConvProblem& p, seg::cuda::Stream stream);
+size_t conv_workspace_bytes(const ConvShape& s);
+
+}  // namespace seg::lab
