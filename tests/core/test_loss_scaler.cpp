@@ -92,7 +92,7 @@ TEST_CASE("amp config: levels, dtypes, defaults and the policy table") {
 }
 
 TEST_CASE("an overflowing step changes no parameter and halves the scale; a clean one steps") {
-  Tensor w = Tensor::full({4}, 1.0);
+  Tensor w = Tensor::full({4}, 1.0, DType::f32, Device::cpu());
   w.set_requires_grad(true);
   SGD sgd({ParamGroup{"all", {w}, 0.0}}, 0.1, 0.9);
   LossScalerOptions o;
@@ -108,7 +108,7 @@ TEST_CASE("an overflowing step changes no parameter and halves the scale; a clea
   for (float v : w.to_vector<float>()) CHECK(v == 1.0f);
   CHECK_FALSE(sgd.state()[0].momentum.defined());  // no momentum update either
   // A clean, scaled gradient: the update uses the unscaled value.
-  w.set_grad(Tensor::full({4}, 2.0 * scaler.scale()));
+  w.set_grad(Tensor::full({4}, 2.0 * scaler.scale(), DType::f32, Device::cpu()));
   r = unscale_and_step(scaler, {&sgd});
   CHECK(r.stepped);
   for (float v : w.to_vector<float>()) CHECK(v == doctest::Approx(1.0 - 0.1 * 2.0));
@@ -117,14 +117,14 @@ TEST_CASE("an overflowing step changes no parameter and halves the scale; a clea
 TEST_CASE("master weights keep updates that half precision would lose") {
   // w = 1 in f16 has a spacing of 2^-10; an update of 1e-4 per step is lost in pure half but
   // accumulates in the fp32 master copy and reaches the half weight after enough steps.
-  Tensor pure = Tensor::full({1}, 1.0, DType::f16), mastered = Tensor::full({1}, 1.0, DType::f16);
+  Tensor pure = Tensor::full({1}, 1.0, DType::f16, Device::cpu()), mastered = Tensor::full({1}, 1.0, DType::f16, Device::cpu());
   pure.set_requires_grad(true);
   mastered.set_requires_grad(true);
   SGD sgd_pure({ParamGroup{"p", {pure}, 0.0}}, 1e-4, 0.0, false);
   SGD sgd_master({ParamGroup{"m", {mastered}, 0.0}}, 1e-4, 0.0, true);
   for (int i = 0; i < 100; ++i) {
-    pure.set_grad(Tensor::full({1}, 1.0, DType::f16));
-    mastered.set_grad(Tensor::full({1}, 1.0, DType::f16));
+    pure.set_grad(Tensor::full({1}, 1.0, DType::f16, Device::cpu()));
+    mastered.set_grad(Tensor::full({1}, 1.0, DType::f16, Device::cpu()));
     sgd_pure.step();
     sgd_master.step();
   }
