@@ -43,26 +43,21 @@ cpu::ConvShape conv_shape(const Tensor& x, const Tensor& w, const Conv2dOptions&
   return s;
 }
 
-// The computation for one dtype, on the tensors' device. CPU: f32 runs the fast paths, f64 the
-// direct kernels (the reference for gradient checks), and f16/bf16 are widened to f32 for the
-// arithmetic with the result rounded once to the storage type (a CPU has no faster half arithmetic).
-// A GPU runs half natively (seg::cuda::conv2d_* pick their kernel per shape); that difference
-// lives in these dispatch lambdas, not in a second op body.
+// The computation for one dtype, on the tensors' device. CPU: f32 and f64 run the same paths
+// (kernels/cpu/conv2d_dispatch.cpp: implicit GEMM or depthwise; f64 with a plain double GEMM), so
+// the f64 gradient checks test the production index logic; f16/bf16 are widened to f32 for the
+// arithmetic with the result rounded once to the storage type (a CPU has no faster half
+// arithmetic). A GPU runs half natively (seg::cuda::conv2d_* pick their kernel per shape); that
+// difference is the `if constexpr` in these dispatch lambdas, not a second op body.
 Tensor conv_forward(const cpu::ConvShape& s, const Tensor& x, const Tensor& w, const Tensor& b) {
   Tensor y = x.new_empty({s.N, s.Ho(), s.Wo(), s.O});
   SEG_DISPATCH_DEVICE("conv2d", x, SEG_CPU_FLOAT_DTYPES, SEG_CUDA_FLOAT_DTYPES, [&](auto dev, auto tag) {
     using T = SEG_TYPE(tag);
-    SEG_CUDA_ONLY(if constexpr (on_cuda(dev)) {
-      SEG_CUDA_KERNEL(dev, conv2d_forward<T>)(s, x.data<T>(), w.data<T>(), b.defined() ? b.data<T>() : nullptr, y.data<T>());
-    } else)
-    {
-      if constexpr (cpu::is_half16<T>::value) {
-        y.copy_(conv_forward(s, x.to(DType::f32), w.to(DType::f32), b.defined() ? b.to(DType::f32) : Tensor()));
-      } else {
-        const T* bias = b.defined() ? b.data<T>() : nullptr;
-        if constexpr (std::is_same_v<T, float>) SEG_CPU_KERNEL(dev, conv2d_forward_f32)(s, x.data<T>(), w.data<T>(), bias, y.data<T>());
-        else SEG_CPU_KERNEL(dev, conv2d_forward_direct<T>)(s, x.data<T>(), w.data<T>(), bias, y.data<T>());
-      }
+    if constexpr (!on_cuda(dev) && cpu::is_half16<T>::value) {
+      y.copy_(conv_forward(s, x.to(DType::f32), w.to(DType::f32), b.defined() ? b.to(DType::f32) : Tensor()));
+    } else {
+      const T* bias = b.defined() ? b.data<T>() : nullptr;
+      SEG_KERNEL(dev, conv2d_forward<T>)(s, x.data<T>(), w.data<T>(), bias, y.data<T>());
     }
   });
   return y;
@@ -72,46 +67,32 @@ Tensor conv_backward_data(const cpu::ConvShape& s, const Tensor& w, const Tensor
   Tensor dx = dy.new_empty({s.N, s.H, s.W, s.C}, w.dtype());
   SEG_DISPATCH_DEVICE("conv2d", w, SEG_CPU_FLOAT_DTYPES, SEG_CUDA_FLOAT_DTYPES, [&](auto dev, auto tag) {
     using T = SEG_TYPE(tag);
-    SEG_CUDA_ONLY(if constexpr (on_cuda(dev)) {
-      SEG_CUDA_KERNEL(dev, conv2d_backward_data<T>)(s, w.data<T>(), dy.data<T>(), dx.data<T>());
-    } else)
-    {
-      if constexpr (cpu::is_half16<T>::value) {
-        dx.copy_(conv_backward_data(s, w.to(DType::f32), dy.to(DType::f32)));
-      } else if constexpr (std::is_same_v<T, float>) {
-        SEG_CPU_KERNEL(dev, conv2d_backward_data_f32)(s, w.data<T>(), dy.data<T>(), dx.data<T>());
-      } else {
-        SEG_CPU_KERNEL(dev, conv2d_backward_data_direct<T>)(s, w.data<T>(), dy.data<T>(), dx.data<T>());
-      }
+    if constexpr (!on_cuda(dev) && cpu::is_half16<T>::value) {
+      dx.copy_(conv_backward_data(s, w.to(DType::f32), dy.to(DType::f32)));
+    } else {
+      SEG_KERNEL(dev, conv2d_backward_data<T>)(s, w.data<T>(), dy.data<T>(), dx.data<T>());
     }
   });
   return dx;
 }
 
-// Returns dw; writes db when has_bias.
+// Returns dw; writes db when has_bias. The CUDA launcher takes its scratch space from the caller.
 Tensor conv_backward_weight(const cpu::ConvShape& s, const Tensor& x, const Tensor& dy, bool has_bias, Tensor& db) {
   Tensor dw = x.new_empty({s.O, s.KH, s.KW, s.Cg()});
   if (has_bias) db = x.new_empty({s.O});
   SEG_DISPATCH_DEVICE("conv2d", x, SEG_CPU_FLOAT_DTYPES, SEG_CUDA_FLOAT_DTYPES, [&](auto dev, auto tag) {
     using T = SEG_TYPE(tag);
-    SEG_CUDA_ONLY(if constexpr (on_cuda(dev)) {
-      const Tensor workspace =
-          x.new_empty({static_cast<int64_t>(cuda::conv2d_backward_weight_workspace_bytes(s))}, DType::u8);
-      SEG_CUDA_KERNEL(dev, conv2d_backward_weight<T>)(s, x.data<T>(), dy.data<T>(), dw.data<T>(),
-                                                 has_bias ? db.data<T>() : nullptr, workspace.data_ptr());
-    } else)
-    {
-      if constexpr (cpu::is_half16<T>::value) {
-        Tensor db32;
-        dw.copy_(conv_backward_weight(s, x.to(DType::f32), dy.to(DType::f32), has_bias, db32));
-        if (has_bias) db.copy_(db32);
-      } else {
-        T* dbias = has_bias ? db.data<T>() : nullptr;
-        if constexpr (std::is_same_v<T, float>)
-          SEG_CPU_KERNEL(dev, conv2d_backward_weight_f32)(s, x.data<T>(), dy.data<T>(), dw.data<T>(), dbias);
-        else
-          SEG_CPU_KERNEL(dev, conv2d_backward_weight_direct<T>)(s, x.data<T>(), dy.data<T>(), dw.data<T>(), dbias);
-      }
+    if constexpr (!on_cuda(dev) && cpu::is_half16<T>::value) {
+      Tensor db32;
+      dw.copy_(conv_backward_weight(s, x.to(DType::f32), dy.to(DType::f32), has_bias, db32));
+      if (has_bias) db.copy_(db32);
+    } else {
+      T* dbias = has_bias ? db.data<T>() : nullptr;
+      Tensor workspace;
+      SEG_CUDA_ONLY(if constexpr (on_cuda(dev)) workspace = x.new_empty(
+                        {static_cast<int64_t>(cuda::conv2d_backward_weight_workspace_bytes(s))}, DType::u8);)
+      SEG_KERNEL_WS(dev, workspace.data_ptr(), conv2d_backward_weight<T>)(s, x.data<T>(), dy.data<T>(), dw.data<T>(),
+                                                                          dbias);
     }
   });
   return dw;

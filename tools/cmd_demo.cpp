@@ -1,7 +1,9 @@
 // segtrain demo: the README's main command. On a machine without a GPU it generates the synthetic
 // dataset (if missing), trains a MobileNetV2dilated-C1_deepsup model on it on the CPU, evaluates it,
 // writes a prediction PNG per validation image and the training plot, and prints where everything is and the mIoU reached.
-// --smoke does the same on a tiny dataset in about a minute (the test suite runs it).
+// --smoke does the same on a tiny dataset in about a minute, with the demo's own settings otherwise
+// (the test suite runs it and checks that it learns: tests/tools/demo/test_demo_smoke.cpp).
+// --steps N shortens the training to N steps (the end-to-end test of a device).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -32,7 +34,7 @@ const char* kUsage =
     "and prints where everything is. --smoke runs a tiny version (about a minute) to check the pipeline.\n"
     "\n"
     "options:\n"
-    "  --smoke       tiny dataset and a few dozen steps\n"
+    "  --smoke       tiny dataset and 75 steps\n"
     "  --steps N     train N steps only (one epoch of N; with --smoke: the CI test of a device)\n"
     "  --device D    cpu (default) or cuda:N\n"
     "  --data DIR    dataset folder (default data-gen/synth, or data-gen/smoke with --smoke)\n"
@@ -105,9 +107,9 @@ int cmd_demo(const Args& args) {
   flags.overrides = {"DIR", out_dir, "DATASET.root_dataset", data_dir, "DATASET.list_train", data_dir + "/training.odgt",
                      "DATASET.list_val", data_dir + "/validation.odgt"};
   if (smoke)
-    flags.overrides.insert(flags.overrides.end(), {"TRAIN.num_epoch", "2", "TRAIN.epoch_iters", "15", "TRAIN.disp_iter", "5",
+    flags.overrides.insert(flags.overrides.end(), {"TRAIN.num_epoch", "3", "TRAIN.epoch_iters", "25", "TRAIN.disp_iter", "5",
                                                    "DATASET.imgSizes", "(96,)", "DATASET.imgMaxSize", "128",
-                                                   "TRAIN.batch_size_per_gpu", "4", "TRAIN.bn_recalibrate_iters", "5"});
+                                                   "TRAIN.batch_size_per_gpu", "4"});
   if (steps > 0)
     flags.overrides.insert(flags.overrides.end(), {"TRAIN.num_epoch", "1", "TRAIN.epoch_iters", std::to_string(steps),
                                                    "TRAIN.disp_iter", std::to_string(std::max<int64_t>(1, steps / 2))});

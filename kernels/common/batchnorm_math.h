@@ -19,6 +19,7 @@
 #pragma once
 
 #include <math.h>
+#include <stdint.h>
 
 #include "kernels/common/hostdevice.h"
 
@@ -52,6 +53,16 @@ SEG_HD_INLINE void bn_finalize_channel(double mu, double m2, double M, bool trai
     invstd = static_cast<A>(1.0 / sqrt(static_cast<double>(running_var) + eps));
   }
   scale = gamma * invstd;
+}
+
+// SyncBN's two steps per channel (kernels/cpu/batchnorm.h, bn_sync_first / bn_sync_second): the
+// local mean as a sum, then, with the global sum and count M, the local M2 re-centred on the
+// global mean (Chan's formula, one rank at a time) and the mean replaced by the global one.
+SEG_HD_INLINE double bn_sync_first_channel(double mean, int64_t P) { return mean * static_cast<double>(P); }
+SEG_HD_INLINE void bn_sync_second_channel(double sum, double M, int64_t P, double& mean, double& m2) {
+  const double global = sum / M, d = mean - global;
+  m2 = m2 + static_cast<double>(P) * d * d;
+  mean = global;
 }
 
 template <class A>

@@ -61,6 +61,14 @@ template <class A>
 void bn_finalize(const double* mean_in, const double* m2_in, int64_t C, double M, bool training, double momentum,
                  double eps, const A* gamma, A* running_mean, A* running_var, A* mean, A* invstd, A* scale);
 
+// SyncBN between bn_channel_moments and bn_finalize, in two all-reduces that keep the precision of
+// the local moments (the op layer's reducer sums the buffers over ranks in between):
+//   bn_sync_first:  sums[c] = mean[c]*P                     (all-reduce sums; the counts give M)
+//   bn_sync_second: global = sums[c]/M; m2[c] += P*(mean[c] - global)^2; mean[c] = global
+//                                                           (all-reduce m2: the global M2)
+void bn_sync_first(const double* mean, int64_t P, int64_t C, double* sums);
+void bn_sync_second(const double* sums, double M, int64_t P, int64_t C, double* mean, double* m2);
+
 // k1, k2, k3 of bn_backward_dx from the (possibly all-reduced) sums.
 template <class A>
 void bn_backward_coefficients(const double* sum_dy, const double* sum_dy_xhat, int64_t C, double M, bool training,

@@ -222,6 +222,17 @@ __global__ void bn_finalize_kernel(const double* __restrict__ mean_in, const dou
   scale[c] = sc;
 }
 
+__global__ void bn_sync_first_kernel(const double* __restrict__ mean, int64_t P, int C, double* __restrict__ sums) {
+  const int c = blockIdx.x * blockDim.x + threadIdx.x;
+  if (c < C) sums[c] = bn_sync_first_channel(mean[c], P);
+}
+
+__global__ void bn_sync_second_kernel(const double* __restrict__ sums, double M, int64_t P, int C,
+                                      double* __restrict__ mean, double* __restrict__ m2) {
+  const int c = blockIdx.x * blockDim.x + threadIdx.x;
+  if (c < C) bn_sync_second_channel(sums[c], M, P, mean[c], m2[c]);
+}
+
 __global__ void bn_backward_coefficients_kernel(const double* __restrict__ sum_dy, const double* __restrict__ sum_dy_xhat,
                                                 int C, double M, bool training, const float* __restrict__ gamma,
                                                 const float* __restrict__ invstd, float* __restrict__ k1,
@@ -341,6 +352,17 @@ void bn_finalize<float>(const double* mean_in, const double* m2_in, int64_t C, d
   if (C <= 0) return;
   SEG_LAUNCH(bn_finalize_kernel, channel_blocks(C), kThreads, 0, stream, mean_in, m2_in, static_cast<int>(C), M,
              training, momentum, eps, gamma, running_mean, running_var, mean, invstd, scale);
+}
+
+void bn_sync_first(const double* mean, int64_t P, int64_t C, double* sums, Stream stream) {
+  if (C <= 0) return;
+  SEG_LAUNCH(bn_sync_first_kernel, channel_blocks(C), kThreads, 0, stream, mean, P, static_cast<int>(C), sums);
+}
+
+void bn_sync_second(const double* sums, double M, int64_t P, int64_t C, double* mean, double* m2, Stream stream) {
+  if (C <= 0) return;
+  SEG_LAUNCH(bn_sync_second_kernel, channel_blocks(C), kThreads, 0, stream, sums, M, P, static_cast<int>(C), mean,
+             m2);
 }
 
 template <class T, class A>

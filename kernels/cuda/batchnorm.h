@@ -1,6 +1,7 @@
 // BatchNorm2d on the GPU, channels-last x [P, C] (P = N*H*W pixels): the twins of
 // kernels/cpu/batchnorm.h with the same split, so the op layer keeps one body:
-//   bn_channel_moments -> (SyncBN all-reduce of device buffers) -> bn_finalize -> bn_apply[_act]
+//   bn_channel_moments -> [SyncBN: bn_sync_first, all-reduce, bn_sync_second, all-reduce]
+//                      -> bn_finalize -> bn_apply[_act]
 //   bn_backward_sums[_act] -> (all-reduce) -> bn_backward_coefficients -> bn_backward_dx[_act]
 //                          \-> bn_param_grads (this rank's dgamma, dbeta)
 // Same names and arguments as the CPU functions, plus the scratch of the two reductions (workspace,
@@ -23,7 +24,7 @@
 // and chunks) of dy' and dy'*xhat, xhat = (x - mean)*invstd, dy' = dy masked by the activation.
 // Apply and dx: grid-stride loops over (pixel, channel pack), 16-byte accesses when C % V == 0 and
 // x, y/dy, dx and the per-channel arrays are 16-byte aligned; the per-channel values come from L1.
-// Finalize, coefficients, param grads: one thread per channel.
+// Finalize, SyncBN steps, coefficients, param grads: one thread per channel.
 //
 // Launch: moments/sums partial kernel grid (chunks, channel tiles) x 256 threads; merge kernel
 // grid ceil(C/32) x (32, 8) threads; element-wise kernels 256 threads, grid_for() blocks.
@@ -52,6 +53,10 @@ size_t bn_reduce_workspace_bytes(int64_t P, int64_t C);
 
 template <class T>
 void bn_channel_moments(const T* x, int64_t P, int64_t C, double* mean, double* m2, void* workspace, Stream stream);
+
+// SyncBN's steps between the two all-reduces of device buffers (kernels/cpu/batchnorm.h).
+void bn_sync_first(const double* mean, int64_t P, int64_t C, double* sums, Stream stream);
+void bn_sync_second(const double* sums, double M, int64_t P, int64_t C, double* mean, double* m2, Stream stream);
 
 template <class A>
 void bn_finalize(const double* mean_in, const double* m2_in, int64_t C, double M, bool training, double momentum,

@@ -271,3 +271,45 @@ TEST_CASE("cuda batchnorm reductions are deterministic: the same bits on every s
     SEG_CHECK_CLOSE(d_s2.download(), first_s2, Tolerance{0, 0});
   }
 }
+
+TEST_CASE("cuda batchnorm SyncBN steps equal the CPU twins, and two ranks give the moments of the whole batch") {
+  // Rank 0 holds pixels [0, 700), rank 1 [700, 1500) of one batch; the all-reduces are host sums here.
+  const int64_t C = 24, P0 = 700, P1 = 800, P = P0 + P1;
+  const std::vector<float> x = bn_input(P, C, 31);
+  const std::vector<float> x0(x.begin(), x.begin() + P0 * C), x1(x.begin() + P0 * C, x.end());
+  std::vector<double> mean_all(C), m2_all(C);
+  seg::cpu::bn_channel_moments<float>(x.data(), P, C, mean_all.data(), m2_all.data());
+  for (const auto& cfg : cuda_configs()) {
+    CAPTURE(cfg.name);
+    ScopedConfig scoped(cfg);
+    std::vector<double> sums(C, 0.0), m2_sum(C, 0.0), global_mean;
+    std::vector<std::vector<double>> means(2), m2s(2);
+    for (int r = 0; r < 2; ++r) {  // local moments and the first step, CPU and GPU
+      const std::vector<float>& xr = r ? x1 : x0;
+      const int64_t Pr = r ? P1 : P0;
+      means[r].resize(C), m2s[r].resize(C);
+      seg::cpu::bn_channel_moments<float>(xr.data(), Pr, C, means[r].data(), m2s[r].data());
+      std::vector<double> first(C);
+      seg::cpu::bn_sync_first(means[r].data(), Pr, C, first.data());
+      DeviceArray<double> d_mean(means[r], 0), d_first(C);
+      seg::cuda::bn_sync_first(d_mean.get(), Pr, C, d_first.get(), nullptr);
+      SEG_CHECK_CLOSE(d_first.download(), first, Tolerance{0, 0});
+      for (int64_t c = 0; c < C; ++c) sums[c] += first[c];
+    }
+    for (int r = 0; r < 2; ++r) {  // the second step on the all-reduced sums
+      const int64_t Pr = r ? P1 : P0;
+      std::vector<double> mean = means[r], m2 = m2s[r];
+      seg::cpu::bn_sync_second(sums.data(), static_cast<double>(P), Pr, C, mean.data(), m2.data());
+      DeviceArray<double> d_sums(sums, 0), d_mean(means[r], 0), d_m2(m2s[r], 0);
+      seg::cuda::bn_sync_second(d_sums.get(), static_cast<double>(P), Pr, C, d_mean.get(), d_m2.get(), nullptr);
+      // Double arithmetic on both sides; nvcc may fuse the multiply-add: a few double ulps.
+      SEG_CHECK_CLOSE(d_mean.download(), mean, Tolerance{0, 1e-15});
+      SEG_CHECK_CLOSE(d_m2.download(), m2, Tolerance{0, 1e-14});
+      for (int64_t c = 0; c < C; ++c) m2_sum[c] += m2[c];
+      global_mean = mean;
+    }
+    // The same statistics as one rank with the whole batch (the moments' own tolerances).
+    SEG_CHECK_CLOSE(global_mean, mean_all, Tolerance{2 * 513 * kU * channel_range(x, P, C), 0});
+    SEG_CHECK_CLOSE(m2_sum, m2_all, Tolerance{0, 4 * 513 * kU});
+  }
+}
