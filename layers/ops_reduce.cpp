@@ -32,7 +32,7 @@ Tensor reduce_all(const char* op, const Tensor& x_in, double factor) {
     const Tensor dy = g[0].to(dtype).contiguous();
     Tensor dx = dy.new_empty(shape);
     SEG_DISPATCH_DEVICE(op, dx, SEG_CPU_FLOAT_DTYPES, SEG_CUDA_FLOAT_DTYPES, [&](auto dev, auto tag) {
-      using T = SEG_TYPE(tag);
+      using T [[maybe_unused]] = SEG_TYPE(tag);  // used by the CUDA branch only
       SEG_CUDA_ONLY(if constexpr (on_cuda(dev)) {
         SEG_CUDA_KERNEL(dev, fill_from_device_scalar<T>)(dy.data<T>(), factor, dx.data<T>(), dx.numel());
       } else)

@@ -106,13 +106,13 @@ TEST_CASE("an overflowing step changes no parameter and halves the scale; a clea
   CHECK(r.scale_used == 65536.0);
   CHECK(scaler.scale() == 32768.0);
   CHECK(r.message == "Gradient overflow. Skipping step, loss scale reduced to 32768");
-  SEG_CHECK_CLOSE(w, Tensor::full({4}, 1.0), seg::test::Tolerance{});  // untouched
+  SEG_CHECK_CLOSE(w, Tensor::full({4}, 1.0, DType::f32, Device::cpu()), seg::test::Tolerance{});  // untouched
   CHECK_FALSE(sgd.state()[0].momentum.defined());  // no momentum update either
   // A clean, scaled gradient: the update uses the unscaled value.
   w.set_grad(Tensor::full({4}, 2.0 * scaler.scale(), DType::f32, Device::cpu()));
   r = unscale_and_step(scaler, {&sgd});
   CHECK(r.stepped);
-  SEG_CHECK_CLOSE(w, Tensor::full({4}, 1.0 - 0.1 * 2.0), seg::test::Tolerance{0, 1e-7});  // f32 arithmetic
+  SEG_CHECK_CLOSE(w, Tensor::full({4}, 1.0 - 0.1 * 2.0, DType::f32, Device::cpu()), seg::test::Tolerance{0, 1e-7});  // f32 arithmetic
 }
 
 TEST_CASE("master weights keep updates that half precision would lose") {

@@ -29,7 +29,7 @@ test::NvtxTakeFn recorder() {
   void* lib = dlopen(path, RTLD_NOW | RTLD_NOLOAD);  // already loaded by NVTX on its first call
   REQUIRE_MESSAGE(lib, "NVTX did not load the injection library ", path);
   auto fn = reinterpret_cast<test::NvtxTakeFn>(dlsym(lib, "seg_nvtx_take"));
-  REQUIRE(fn);
+  REQUIRE_MESSAGE(static_cast<bool>(fn), "the recorder library exports seg_nvtx_take");
   return fn;
 }
 
