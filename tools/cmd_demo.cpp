@@ -80,6 +80,10 @@ int cmd_demo(const Args& args) {
   if (data_dir.empty()) data_dir = smoke ? "data-gen/smoke" : "data-gen/synth";
   if (out_dir.empty()) out_dir = smoke ? "runs/demo-smoke" : "runs/demo";
   const auto t_start = std::chrono::steady_clock::now();
+  CommonFlags flags;
+  flags.cfg_path = config_path();
+  flags.device = device;
+  const Device dev = resolve_device(flags);  // before generating data: a missing GPU fails at once
 
   // 1. Data.
   data::SynthOptions so;
@@ -100,10 +104,6 @@ int cmd_demo(const Args& args) {
   }
 
   // 2. Train.
-  CommonFlags flags;
-  flags.cfg_path = config_path();
-  flags.device = device;
-  const Device dev = resolve_device(flags);  // before generating data: a missing GPU fails at once
   flags.overrides = {"DIR", out_dir, "DATASET.root_dataset", data_dir, "DATASET.list_train", data_dir + "/training.odgt",
                      "DATASET.list_val", data_dir + "/validation.odgt"};
   if (smoke)
