@@ -8,9 +8,6 @@
 
 #include "core/error.h"
 
-#ifdef SEG_WITH_CUDA
-#include <cuda_runtime.h>
-#endif
 
 namespace seg {
 
@@ -107,31 +104,6 @@ class CachingAllocator final : public Allocator {
 void* cpu_sys_alloc(size_t bytes, int) { return std::aligned_alloc(64, bytes); }
 void cpu_sys_free(void* ptr, int) { std::free(ptr); }
 
-#ifdef SEG_WITH_CUDA
-void* cuda_sys_alloc(size_t bytes, int device_index) {
-  void* ptr = nullptr;
-  if (cudaSetDevice(device_index) != cudaSuccess || cudaMalloc(&ptr, bytes) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return nullptr;
-  }
-  return ptr;
-}
-void cuda_sys_free(void* ptr, int device_index) {
-  cudaSetDevice(device_index);
-  cudaFree(ptr);
-}
-// Portable: pinned for every device of the process, not only the current one.
-void* pinned_sys_alloc(size_t bytes, int) {
-  void* ptr = nullptr;
-  if (cudaHostAlloc(&ptr, bytes, cudaHostAllocPortable) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return nullptr;
-  }
-  return ptr;
-}
-void pinned_sys_free(void* ptr, int) { cudaFreeHost(ptr); }
-#endif
-
 }  // namespace
 
 Allocator& allocator_for(Device device) {
@@ -140,16 +112,7 @@ Allocator& allocator_for(Device device) {
     return cpu;
   }
 #ifdef SEG_WITH_CUDA
-  static std::mutex mutex;
-  static std::vector<std::unique_ptr<CachingAllocator>> gpus;
-  std::lock_guard<std::mutex> lock(mutex);
-  const int count = cuda_device_count();
-  if (device.index < 0 || device.index >= count)
-    throw Error(ErrorKind::device, str("device ", device.str(), " is not available (", count, " CUDA device(s) found)"))
-        .hint("check --gpus, CUDA_VISIBLE_DEVICES and nvidia-smi");
-  if (gpus.size() < static_cast<size_t>(count)) gpus.resize(count);
-  if (!gpus[device.index]) gpus[device.index] = std::make_unique<CachingAllocator>(device, cuda_sys_alloc, cuda_sys_free);
-  return *gpus[device.index];
+  return cuda_device_allocator(device);
 #else
   throw Error(ErrorKind::device, str("device ", device.str(), " requested, but this segtrain was built without CUDA"))
       .hint("rebuild with -DSEG_CUDA=ON on a machine with the CUDA toolkit, or use --device cpu");
@@ -163,8 +126,7 @@ Allocator& pinned_host_allocator() {
     throw Error(ErrorKind::device, "pinned host memory needs a CUDA build and a CUDA device")
         .hint("check pinned_host_memory_available() first");
 #ifdef SEG_WITH_CUDA
-  static CachingAllocator pinned(Device::cpu(), pinned_sys_alloc, pinned_sys_free);
-  return pinned;
+  return cuda_pinned_allocator();
 #else
   SEG_FAIL(runtime, "unreachable: pinned memory reported available in a build without CUDA");
 #endif
@@ -172,12 +134,7 @@ Allocator& pinned_host_allocator() {
 
 bool is_pinned_host_pointer(const void* ptr) {
 #ifdef SEG_WITH_CUDA
-  cudaPointerAttributes attr{};
-  if (cudaPointerGetAttributes(&attr, ptr) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return false;
-  }
-  return attr.type == cudaMemoryTypeHost;
+  return cuda_pinned_owns(ptr);
 #else
   (void)ptr;
   return false;

@@ -1,6 +1,7 @@
 #include "core/amp_step.h"
 
 #include "core/autograd.h"
+#include "core/profiler.h"
 
 namespace seg {
 
@@ -10,15 +11,30 @@ void scaled_backward(const Tensor& loss, const LossScaler& scaler, int accum_ste
   loss.backward(Tensor::full(loss.shape(), scaler.scale() / accum_steps, loss.dtype(), loss.device()));
 }
 
-StepOutcome unscale_and_step(LossScaler& scaler, const std::vector<SGD*>& optimizers) {
+StepOutcome unscale_and_step(LossScaler& scaler, const std::vector<SGD*>& optimizers, ReadBack* readback) {
   StepOutcome out;
   out.scale_used = scaler.scale();
+  const Device device = optimizers.empty() ? Device::cpu() : optimizers.front()->device();
+  ReadBack own(readback ? readback->device() : device);
+  ReadBack& rb = readback ? *readback : own;
   bool found_inf = false;
   if (scaler.enabled()) {
-    for (SGD* opt : optimizers) found_inf |= opt->unscale_grads(scaler.inv_scale());
+    Tensor flag = Tensor::zeros({1}, DType::i32, device);
+    for (SGD* opt : optimizers) opt->unscale_grads(scaler.inv_scale(), flag);
+    const size_t slot = rb.add(flag);
+    {
+      prof::Range range("step.readback");
+      rb.fetch();
+    }
+    found_inf = rb.host(slot).data<int32_t>()[0] != 0;
+  } else if (rb.size() > 0) {
+    prof::Range range("step.readback");
+    rb.fetch();
   }
-  if (!found_inf)
+  if (!found_inf) {
+    prof::Range range("optimizer.step");
     for (SGD* opt : optimizers) opt->step();
+  }
   out.stepped = !found_inf;
   out.message = scaler.update(found_inf);
   return out;

@@ -7,6 +7,10 @@
 //                                          gradient anywhere overflowed, no optimizer steps, the
 //                                          scale is backed off and the outcome says so; else all step
 //
+// On a GPU the found-inf flag is a device int the unscale kernels OR into; deciding whether to step
+// needs it on the host: that is the step's one read-back. Pass the step's other results (loss,
+// accuracy counts) in `readback` and they travel in the same copy (core/readback.h).
+//
 // Both optimizers of upstream's training (encoder, decoder) share the scaler and skip together.
 #pragma once
 
@@ -15,6 +19,7 @@
 
 #include "core/loss_scaler.h"
 #include "core/optim.h"
+#include "core/readback.h"
 #include "core/tensor.h"
 
 namespace seg {
@@ -26,6 +31,6 @@ struct StepOutcome {
   double scale_used = 1.0;  // the scale the gradients were computed with
   std::string message;      // Apex-style overflow message when skipped
 };
-StepOutcome unscale_and_step(LossScaler& scaler, const std::vector<SGD*>& optimizers);
+StepOutcome unscale_and_step(LossScaler& scaler, const std::vector<SGD*>& optimizers, ReadBack* readback = nullptr);
 
 }  // namespace seg

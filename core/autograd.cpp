@@ -5,8 +5,13 @@
 #include <queue>
 #include <unordered_map>
 
+#include "core/dispatch.h"
 #include "core/op_observer.h"
+#include "core/profiler.h"
 #include "kernels/cpu/elementwise.h"
+#ifdef SEG_WITH_CUDA
+#include "kernels/cuda/elementwise.h"
+#endif
 
 namespace seg {
 
@@ -90,6 +95,7 @@ std::shared_ptr<Node> record(const char* op, const std::vector<Tensor>& inputs, 
   std::shared_ptr<Node> node;
   if (any_requires_grad(inputs)) {
     node = std::make_shared<Node>(op, static_cast<int>(outputs.size()));
+    node->module_path_ = prof::current_module_path();
     node->next_.reserve(inputs.size());
     for (const Tensor& in : inputs) node->next_.push_back(in.defined() ? gradient_edge(in) : Edge{});
     node->backward_ = std::move(backward);
@@ -110,15 +116,13 @@ std::shared_ptr<Node> record(const char* op, const std::vector<Tensor>& inputs, 
 void accumulate_into(Tensor& dst, const Tensor& src) {
   SEG_CHECK(dst.shape() == src.shape() && dst.dtype() == src.dtype(), runtime, "gradient accumulation: ", src.str(),
             " into ", dst.str());
-  SEG_CHECK(dst.device().is_cpu() && src.device().is_cpu(), device,
-            "gradient accumulation on ", dst.device().str(), " is not implemented yet");
+  check_same_device("accumulate_grad", {&dst, &src});
   Tensor s = src.contiguous();
   if (!dst.is_contiguous()) dst = dst.contiguous();
-  SEG_DISPATCH("accumulate_grad", dst.dtype(), dst.device(), (DType::f32, DType::f64, DType::f16, DType::bf16),
-               [&](auto tag) {
-                 using T = SEG_TYPE(tag);
-                 cpu::add_inplace(dst.data<T>(), s.data<T>(), dst.numel());
-               });
+  SEG_DISPATCH_DEVICE("accumulate_grad", dst, SEG_CPU_FLOAT_DTYPES, SEG_CUDA_FLOAT_DTYPES, [&](auto dev, auto tag) {
+    using T = SEG_TYPE(tag);
+    SEG_KERNEL(dev, add_inplace<T>)(dst.data<T>(), s.data<T>(), dst.numel());
+  });
 }
 
 // ---------------------------------------------------------------- the backward engine
@@ -206,6 +210,7 @@ void run_backward(const std::vector<Tensor>& roots, const std::vector<Tensor>& g
     const bool any = std::any_of(grads_out.begin(), grads_out.end(), [](const Tensor& t) { return t.defined(); });
     std::vector<Tensor> grads_in;
     if (any) {
+      prof::ModulePathScope scope(n->module_path());
       grads_in = n->apply(grads_out);
       if (op_observers_installed()) notify_op_backward(*n, grads_out, grads_in);
     }

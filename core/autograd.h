@@ -49,6 +49,9 @@ class Node {
   virtual ~Node() = default;
 
   const std::string& name() const { return name_; }
+  // The module path the op was recorded under (core/profiler.h): backward runs under it again, so
+  // the backward's NVTX ranges carry the same names as the forward's.
+  const std::string& module_path() const { return module_path_; }
   uint64_t sequence_nr() const { return sequence_nr_; }
   int num_outputs() const { return num_outputs_; }
   const std::vector<Edge>& next_edges() const { return next_; }
@@ -62,6 +65,7 @@ class Node {
   friend std::shared_ptr<Node> record(const char*, const std::vector<Tensor>&, const std::vector<Tensor>&, BackwardFn);
   friend Edge gradient_edge(const Tensor& t);
   std::string name_;
+  std::string module_path_;
   uint64_t sequence_nr_;
   int num_outputs_;
   std::vector<Edge> next_;

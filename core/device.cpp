@@ -1,6 +1,7 @@
 #include "core/device.h"
 
 #include <cctype>
+#include <cstdio>
 
 #include "core/error.h"
 
@@ -36,6 +37,83 @@ bool cuda_compiled() {
 #else
   return false;
 #endif
+}
+
+bool cuda_simulated() {
+#ifdef SEG_SIMULATED_GPU
+  return true;
+#else
+  return false;
+#endif
+}
+
+std::string cuda_version_string(int v) { return std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10); }
+
+CudaProbe probe_cuda() {
+  CudaProbe p;
+  p.compiled = cuda_compiled();
+  p.simulated = cuda_simulated();
+#ifdef SEG_WITH_CUDA
+  p.runtime_version = CUDART_VERSION;
+#ifdef SEG_SIMULATED_GPU
+  p.driver_version = CUDART_VERSION;  // the simulator is its own driver
+#else
+  if (cudaDriverGetVersion(&p.driver_version) != cudaSuccess) {
+    (void)cudaGetLastError();
+    p.driver_version = 0;
+  }
+#endif
+  const cudaError_t err = cudaGetDeviceCount(&p.devices);
+  if (err != cudaSuccess) {
+    (void)cudaGetLastError();
+    p.devices = 0;
+    if (err == cudaErrorInsufficientDriver)
+      p.error = "the NVIDIA driver supports CUDA " + cuda_version_string(p.driver_version) +
+                ", older than the CUDA " + cuda_version_string(p.runtime_version) + " this segtrain was built with";
+    else if (err == cudaErrorNoDevice)
+      p.error = "no CUDA GPU found (cudaErrorNoDevice)";
+    else
+      p.error = std::string("the CUDA runtime reports ") + cudaGetErrorName(err) + ": " + cudaGetErrorString(err);
+  } else if (p.devices == 0) {
+    p.error = "no CUDA GPU found";
+  }
+  for (int i = 0; i < p.devices; ++i) {
+    cudaDeviceProp prop{};
+    if (cudaGetDeviceProperties(&prop, i) != cudaSuccess) {
+      (void)cudaGetLastError();
+      p.names.push_back("?");
+      continue;
+    }
+    char mem[32];
+    std::snprintf(mem, sizeof mem, "%.1f GiB", static_cast<double>(prop.totalGlobalMem) / (1024.0 * 1024.0 * 1024.0));
+    p.names.push_back(std::string(prop.name) + " (sm_" + std::to_string(prop.major) + std::to_string(prop.minor) + ", " +
+                      mem + ")");
+  }
+#else
+  p.error = "this segtrain was built without CUDA";
+#endif
+  return p;
+}
+
+void require_device(Device device) {
+  if (device.is_cpu()) return;
+  if (!cuda_compiled())
+    throw Error(ErrorKind::device, "GPU " + device.str() + " requested, but this segtrain was built without CUDA")
+        .hint("rebuild with SEG_CUDA=ON tools/build.sh on a machine with a GPU, or use --device cpu");
+  const CudaProbe p = probe_cuda();
+  if (p.devices == 0) {
+    Error e(ErrorKind::device, "GPU " + device.str() + " requested, but " + p.error);
+    if (p.error.find("older than") != std::string::npos)
+      e.hint("update the NVIDIA driver (nvidia-smi shows the CUDA version it supports), or rebuild segtrain with a "
+             "CUDA toolkit that driver supports");
+    else
+      e.hint("check nvidia-smi and CUDA_VISIBLE_DEVICES, or use --device cpu");
+    throw e;
+  }
+  if (device.index >= p.devices)
+    throw Error(ErrorKind::device, "GPU " + device.str() + " requested, but " + std::to_string(p.devices) +
+                                       " CUDA device(s) found")
+        .hint("check nvidia-smi and CUDA_VISIBLE_DEVICES, or use --device cpu");
 }
 
 int cuda_device_count() {

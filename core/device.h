@@ -2,6 +2,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 namespace seg {
 
@@ -27,5 +28,24 @@ struct Device {
 int cuda_device_count();
 // Whether this binary was built with the CUDA backend.
 bool cuda_compiled();
+// Whether its CUDA devices are the simulator's (the test-only variants; never the shipped segtrain).
+bool cuda_simulated();
+
+// What the CUDA runtime says about this machine, for clear errors and `segtrain info`.
+struct CudaProbe {
+  bool compiled = false;     // built with CUDA
+  bool simulated = false;    // the simulator's devices (tests)
+  int devices = 0;
+  int runtime_version = 0;   // e.g. 13000 for CUDA 13.0 (the toolkit segtrain was built with)
+  int driver_version = 0;    // the newest CUDA the installed driver supports (0: no driver)
+  std::string error;         // why there is no usable device ("" when devices > 0)
+  std::vector<std::string> names;  // "NVIDIA H200 (sm_90, 139.8 GiB)"
+};
+CudaProbe probe_cuda();
+// "13.0" for 13000.
+std::string cuda_version_string(int version);
+// Throws Error(device) (exit 4) with what to do unless `device` is usable: a CUDA build, a driver at
+// least as new as the toolkit, a GPU with that index.
+void require_device(Device device);
 
 }  // namespace seg

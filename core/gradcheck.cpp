@@ -29,7 +29,7 @@ GradCheckResult gradcheck(const GradCheckFn& fn, std::vector<Tensor> inputs, con
   }
   const Tensor y = fn(inputs);
   SEG_CHECK(y.dtype() == DType::f64, runtime, "gradcheck: the function must return f64, got ", y.str());
-  Tensor r = Tensor::empty(y.shape(), DType::f64);
+  Tensor r = Tensor::empty(y.shape(), DType::f64, Device::cpu());
   for (int64_t i = 0; i < r.numel(); ++i) r.data<double>()[i] = 2.0 * rng.uniform_f64() - 1.0;
   y.backward(r);
 
@@ -38,7 +38,7 @@ GradCheckResult gradcheck(const GradCheckFn& fn, std::vector<Tensor> inputs, con
   for (size_t k = 0; k < inputs.size(); ++k) {
     Tensor& x = inputs[k];
     if (x.dtype() != DType::f64) continue;
-    const Tensor analytic = x.grad().defined() ? x.grad() : Tensor::zeros(x.shape(), DType::f64);
+    const Tensor analytic = x.grad().defined() ? x.grad() : Tensor::zeros(x.shape(), DType::f64, Device::cpu());
     const int64_t n = x.numel();
     const int64_t checks = opt.max_checks_per_input > 0 ? std::min(n, opt.max_checks_per_input) : n;
     double* px = x.data<double>();

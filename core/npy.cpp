@@ -72,7 +72,7 @@ Tensor read_npy(const std::string& path) {
     shape.push_back(std::stoll(shape_text.substr(i), &used));
     i += used;
   }
-  Tensor t = Tensor::empty(shape, dtype);
+  Tensor t = Tensor::empty(shape, dtype, Device::cpu());
   const size_t data_offset = offset + header_len;
   if (bytes.size() - data_offset != t.nbytes())
     bad(path, "data has " + std::to_string(bytes.size() - data_offset) + " bytes, shape " + shape.str() + " needs " +

@@ -31,8 +31,17 @@ class SGD {
   SGD(std::vector<ParamGroup> groups, double lr, double momentum, bool master_weights = false);
 
   // Divides every gradient by the loss scale (into the fp32 master gradients of half parameters
-  // when master weights are on, in place otherwise). Returns true if any gradient is inf or NaN.
+  // when master weights are on, in place otherwise) and sets found_inf (one i32 on the parameters'
+  // device) to 1 if any gradient is inf or NaN, never back to 0. Nothing is read back: on a GPU the
+  // flag stays on the device until the step's one read-back (core/amp_step.h).
+  void unscale_grads(double inv_scale, Tensor& found_inf);
+  // The same with its own flag, read back: true if any gradient is inf or NaN.
   bool unscale_grads(double inv_scale);
+  // The device of the parameters (the CPU without any).
+  Device device() const;
+  // Moves the optimizer state (momentum, master weights and gradients) to `device` in place; the
+  // parameters themselves move with their Module (Module::to).
+  void to(Device device);
   void step();       // parameters without a gradient are skipped (like PyTorch)
   void zero_grad();  // drops all gradients
   void set_lr(double lr) { lr_ = lr; }

@@ -4,7 +4,19 @@
 // tools/bench/torch_ops.py can time the very same ops in PyTorch.
 //
 // Disabled (the default) it costs one branch per op: the argument description is a lambda that
-// only runs when profiling is on. Under CUDA builds the same scopes will emit NVTX ranges.
+// only runs when profiling is on.
+//
+// The same scopes name the code for the rest of the system:
+//  * the innermost op scope of a thread is current_op(), which an out-of-memory error names;
+//  * in CUDA builds each scope is an NVTX range named like the model, "<module path>/<op>" for a
+//    forward ("MobileNetV2dilated/features.3.conv.0/conv2d") and "<module path>/<op>.backward" for a
+//    backward (the autograd engine restores the module path the op was recorded under), so an
+//    Nsight Systems timeline reads like the model; Range marks other regions ("loss",
+//    "optimizer.step", "loader.wait"). NVTX is active when a tool is attached (Nsight Systems, or
+//    any NVTX_INJECTION64_PATH library); otherwise no name is built.
+//  * when set_device_timing(device) names a CUDA device, the profiler times each scope with CUDA
+//    events on the current stream instead of the host clock (segtrain bench --device cuda:0), and
+//    collect() waits for the device.
 #pragma once
 
 #include <chrono>
@@ -15,10 +27,67 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/device.h"
+
 namespace seg::prof {
 
 void set_enabled(bool on);
 bool enabled();
+// Times scopes with CUDA events on `device`'s current stream (a CUDA device), or with the host clock
+// (the CPU, the default).
+void set_device_timing(Device device);
+
+// The op scope running on this thread (null op outside any).
+struct OpContext {
+  const char* op = nullptr;
+  const char* phase = nullptr;
+};
+OpContext current_op();
+
+// The module path of the code running on this thread, "/"-separated ("MobileNetV2dilated/features.3.conv.0"):
+// the ModuleScopes open on the thread, then the module of the last parameter an op noted. Built only
+// while NVTX is active (empty otherwise: naming costs nothing when nobody listens).
+std::string current_module_path();
+// Ops with parameters (conv2d, batch_norm) note their parameter's name ("encoder.features.3.conv.0.weight"):
+// its module ("features.3.conv.0", the component prefix dropped: a ModuleScope names it) names
+// this op and the parameterless ops that follow it (relu after conv), until the next note.
+void note_parameter(const std::string& parameter_name);
+// Appends `name` to the thread's module path for a scope (models name their children with it).
+class ModuleScope {
+ public:
+  explicit ModuleScope(const std::string& name);
+  ~ModuleScope();
+  ModuleScope(const ModuleScope&) = delete;
+  ModuleScope& operator=(const ModuleScope&) = delete;
+
+ private:
+  size_t previous_size_;
+};
+// Replaces the thread's module path for a scope (the autograd engine, running a recorded backward).
+class ModulePathScope {
+ public:
+  explicit ModulePathScope(const std::string& path);
+  ~ModulePathScope();
+  ModulePathScope(const ModulePathScope&) = delete;
+  ModulePathScope& operator=(const ModulePathScope&) = delete;
+
+ private:
+  std::string previous_;
+};
+
+// Whether NVTX ranges are emitted (CUDA builds with NVTX_INJECTION64_PATH set, i.e. a tool attached).
+bool nvtx_active();
+// An NVTX range around a region that is not an op ("loss", "optimizer.step", "loader.wait").
+class Range {
+ public:
+  explicit Range(const char* name);
+  ~Range();
+  Range(const Range&) = delete;
+  Range& operator=(const Range&) = delete;
+
+ private:
+  bool pushed_;
+};
 
 struct Entry {
   std::string op;
@@ -50,10 +119,13 @@ class Scope {
   bool active_;
   bool described_ = false;  // args_ computed (profiling or an observer)
   Scope* outer_ = nullptr;  // the enclosing described scope on this thread
+  bool pushed_ = false;     // an NVTX range was pushed
   const char* op_;
   const char* phase_;
+  OpContext previous_;
   nlohmann::json args_;
   std::chrono::steady_clock::time_point start_;
+  void* start_event_ = nullptr;  // a timing Event (core/stream.h) when timing on a device
 };
 
 }  // namespace seg::prof

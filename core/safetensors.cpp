@@ -179,7 +179,7 @@ SafetensorsFile parse_safetensors(const std::vector<char>& bytes, const std::str
 
   const char* data = bytes.data() + 8 + n;
   for (const Entry& e : entries) {
-    Tensor t = Tensor::empty(e.shape, e.dtype);
+    Tensor t = Tensor::empty(e.shape, e.dtype, Device::cpu());
     if (t.nbytes() > 0) std::memcpy(t.data_ptr(), data + e.begin, t.nbytes());
     file.tensors.emplace_back(e.name, std::move(t));
   }

@@ -201,10 +201,29 @@ Tensor& Tensor::copy_(const Tensor& src) {
   return *this;
 }
 
+Tensor& Tensor::move_to_(Device target) {
+  check_defined("move_to_");
+  if (target == device()) return *this;
+  Tensor moved = empty(shape(), dtype(), target);
+  moved.copy_(*this);
+  impl_->storage = moved.impl_->storage;
+  impl_->offset = 0;
+  impl_->strides = moved.impl_->strides;
+  if (requires_grad() && grad().defined()) {
+    Tensor g = grad();
+    g.move_to_(target);
+  }
+  return *this;
+}
+
 Tensor& Tensor::fill_(double value) {
   check_defined("fill_");
   if (numel() == 0) return *this;
-  // Make one element of the right dtype on the CPU, then broadcast it with a zero-stride copy.
+  if (!device().is_cpu()) {
+    cuda_fill(*this, value);
+    return *this;
+  }
+  // Make one element of the right dtype, then broadcast it with a zero-stride copy.
   Tensor one = empty(Shape{}, DType::f64, Device::cpu());
   *one.data<double>() = value;
   Tensor scalar = one.to(dtype());
@@ -213,11 +232,7 @@ Tensor& Tensor::fill_(double value) {
   impl->strides = shape();
   for (int d = 0; d < dim(); ++d) impl->strides[d] = 0;
   Tensor broadcast(std::move(impl));
-  if (device().is_cpu()) {
-    cpu_copy(*this, broadcast);
-  } else {
-    cuda_copy(*this, broadcast);
-  }
+  cpu_copy(*this, broadcast);
   return *this;
 }
 
@@ -226,9 +241,23 @@ void check_dtype(const Tensor& t, DType expected, const char* op, const char* ar
     throw Error(ErrorKind::runtime, str(op, ": ", arg, " must be ", dtype_name(expected), ", got ", t.str())).op(op);
 }
 
-void check_same_device(const Tensor& a, const Tensor& b, const char* op) {
-  if (a.device() != b.device())
-    throw Error(ErrorKind::runtime, str(op, ": tensors on different devices: ", a.str(), " and ", b.str())).op(op);
+void check_same_device(const char* op, std::initializer_list<const Tensor*> tensors) {
+  const Tensor* first = nullptr;
+  for (const Tensor* t : tensors) {
+    if (!t || !t->defined()) continue;
+    if (!first) {
+      first = t;
+      continue;
+    }
+    if (t->device() != first->device())
+      throw Error(ErrorKind::device, str(op, ": tensors on different devices, ", first->device().str(), " and ",
+                                         t->device().str(), " (", first->str(), " and ", t->str(), ")"))
+          .op(op)
+          .with("devices", first->device().str() + ", " + t->device().str())
+          .hint("move every input to one device first (Tensor::to, Module::to)");
+  }
 }
+
+void check_same_device(const Tensor& a, const Tensor& b, const char* op) { check_same_device(op, {&a, &b}); }
 
 }  // namespace seg

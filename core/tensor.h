@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <memory>
 #include <string>
 #include <vector>
@@ -39,11 +40,20 @@ class Tensor {
   explicit Tensor(std::shared_ptr<TensorImpl> impl) : impl_(std::move(impl)) {}
 
   // ---- factories ----
-  static Tensor empty(const Shape& shape, DType dtype = DType::f32, Device device = Device::cpu());
+  // The device is always named (DESIGN decision 13: a tensor is created on the device of the tensors
+  // it derives from, never on a default device); inside ops use x.new_empty(...) and friends.
+  static Tensor empty(const Shape& shape, DType dtype, Device device);
   // A CPU tensor in pinned host memory (pinned_host_allocator(); Error(device) where unavailable).
   static Tensor empty_pinned(const Shape& shape, DType dtype = DType::f32);
-  static Tensor zeros(const Shape& shape, DType dtype = DType::f32, Device device = Device::cpu());
-  static Tensor full(const Shape& shape, double value, DType dtype = DType::f32, Device device = Device::cpu());
+  static Tensor zeros(const Shape& shape, DType dtype, Device device);
+  static Tensor full(const Shape& shape, double value, DType dtype, Device device);
+  // New tensors on this tensor's device (and dtype, unless given).
+  Tensor new_empty(const Shape& shape) const { return empty(shape, dtype(), device()); }
+  Tensor new_empty(const Shape& shape, DType dt) const { return empty(shape, dt, device()); }
+  Tensor new_zeros(const Shape& shape) const { return zeros(shape, dtype(), device()); }
+  Tensor new_zeros(const Shape& shape, DType dt) const { return zeros(shape, dt, device()); }
+  Tensor new_full(const Shape& shape, double value) const { return full(shape, value, dtype(), device()); }
+  Tensor new_full(const Shape& shape, double value, DType dt) const { return full(shape, value, dt, device()); }
   // A CPU tensor holding a copy of `values` (values.size() must equal shape.numel()).
   template <class T>
   static Tensor from_vector(const Shape& shape, const std::vector<T>& values);
@@ -84,6 +94,9 @@ class Tensor {
   Tensor to(Device device) const;
   Tensor to(DType dtype) const;
   Tensor& copy_(const Tensor& src);  // same shape; converts dtype, crosses devices
+  // Moves this tensor's data to `device` in place: every handle of it (an optimizer's, an autograd
+  // leaf's) sees the moved data; its gradient moves too. The result is contiguous.
+  Tensor& move_to_(Device device);
   Tensor& fill_(double value);
   Tensor& zero_() { return fill_(0.0); }
 
@@ -107,6 +120,9 @@ class Tensor {
   TensorImpl* impl() const { return impl_.get(); }
   const std::shared_ptr<TensorImpl>& impl_ptr() const { return impl_; }
   bool same(const Tensor& o) const { return impl_ == o.impl_; }
+  // Work queued on `stream` (other than the device's current one) uses this tensor's memory: the
+  // caching allocator reuses it only after that work (core/storage.h).
+  void record_stream(cuda::Stream stream) const { impl_->storage->record_stream(stream); }
   bool shares_storage(const Tensor& o) const { return impl_ && o.impl_ && impl_->storage == o.impl_->storage; }
 
  private:
@@ -116,7 +132,9 @@ class Tensor {
 
 // Throws Error(runtime) naming `op` unless t has the expected dtype/device/rank.
 void check_dtype(const Tensor& t, DType expected, const char* op, const char* arg);
+// Throws Error(device) naming `op` and both devices unless every defined tensor is on one device.
 void check_same_device(const Tensor& a, const Tensor& b, const char* op);
+void check_same_device(const char* op, std::initializer_list<const Tensor*> tensors);
 
 // ---- template definitions ----
 template <class T>

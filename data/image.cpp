@@ -32,7 +32,7 @@ Image crop(const Image& src, int x, int y, int w, int h) {
 }
 
 Tensor image_to_tensor(const Image& image) {
-  Tensor t = Tensor::empty({image.height, image.width, image.channels}, DType::u8);
+  Tensor t = Tensor::empty({image.height, image.width, image.channels}, DType::u8, Device::cpu());
   if (!image.pixels.empty()) std::memcpy(t.data<uint8_t>(), image.pixels.data(), image.pixels.size());
   return t;
 }

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "core/profiler.h"
 
 namespace seg::data {
 
@@ -42,6 +43,7 @@ TrainBatch TrainLoader::next() {
   TrainBatch batch;
   const int gpus = dataset_.options().num_gpus;
   try {
+    prof::Range range("loader.wait");  // an NVTX range: time the training loop waits for data
     for (int g = 0; g < gpus; ++g) {
       double waited = 0.0;
       batch.sub_batches.push_back(workers_->take(&waited));

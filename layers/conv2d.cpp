@@ -7,10 +7,10 @@ Conv2d::Conv2d(int64_t in_channels, int64_t out_channels, int64_t kernel, int64_
     : options(ops::Conv2dOptions::square(stride, padding, dilation, groups)) {
   SEG_CHECK(in_channels % groups == 0 && out_channels % groups == 0, runtime, "Conv2d: groups ", groups,
             " must divide ", in_channels, " and ", out_channels);
-  weight = Tensor::zeros({out_channels, kernel, kernel, in_channels / groups}, dtype);
+  weight = Tensor::zeros({out_channels, kernel, kernel, in_channels / groups}, dtype, Device::cpu());
   register_parameter("weight", &weight);
   if (with_bias) {
-    bias = Tensor::zeros({out_channels}, dtype);
+    bias = Tensor::zeros({out_channels}, dtype, Device::cpu());
     register_parameter("bias", &bias);
   }
 }

@@ -8,7 +8,7 @@ namespace {
 // Draws in f64 on the CPU and converts once, so f16/bf16/f32 models start from the same values.
 template <class Draw>
 void fill(Tensor& t, Draw draw) {
-  Tensor tmp = Tensor::empty(t.shape(), DType::f64);
+  Tensor tmp = Tensor::empty(t.shape(), DType::f64, Device::cpu());
   double* p = tmp.data<double>();
   for (int64_t i = 0; i < tmp.numel(); ++i) p[i] = draw();
   t.copy_(tmp);

@@ -1,5 +1,7 @@
 #include "layers/module.h"
 
+#include <algorithm>
+
 #include "core/autograd.h"
 
 namespace seg {
@@ -30,9 +32,22 @@ void Module::register_parameter(const std::string& name, Tensor* field) {
   params_.emplace_back(name, field);
 }
 
-void Module::register_buffer(const std::string& name, Tensor* field) {
+void Module::register_buffer(const std::string& name, Tensor* field, bool host) {
   SEG_ASSERT(field && field->defined(), "buffer ", name, " registered undefined");
   buffers_.emplace_back(name, field);
+  if (host) host_buffers_.push_back(field);
+}
+
+void Module::to(Device device) {
+  for (auto& [name, t] : params_) t->move_to_(device);
+  for (auto& [name, t] : buffers_)
+    if (std::find(host_buffers_.begin(), host_buffers_.end(), t) == host_buffers_.end()) t->move_to_(device);
+  for (auto& [name, child] : children_) child->to(device);
+}
+
+Device Module::device() const {
+  const auto params = named_parameters();
+  return params.empty() ? Device::cpu() : params.front().tensor->device();
 }
 
 std::vector<NamedTensor> Module::named_parameters(const std::string& prefix) const {

@@ -55,13 +55,21 @@ class Module {
 
   void zero_grad();  // drops every parameter's gradient
 
+  // Moves every parameter and buffer of the tree to `device`, in place (the Tensor handles stay the
+  // same, so an optimizer built before, or the autocast cache, sees the moved tensors). Host buffers
+  // (registered with host = true: counters like BatchNorm's num_batches_tracked) stay on the CPU.
+  void to(Device device);
+  // The device of the parameters (the CPU for a module without any).
+  Device device() const;
+
   // Calls fn on this module and every descendant, parents first.
   void visit(const std::function<void(Module&)>& fn);
 
  protected:
   // Registers a field as a parameter: marks it requires_grad and gives it its full name lazily.
   void register_parameter(const std::string& name, Tensor* field);
-  void register_buffer(const std::string& name, Tensor* field);
+  // host: the buffer always lives on the CPU (the host updates it; Module::to leaves it there).
+  void register_buffer(const std::string& name, Tensor* field, bool host = false);
   template <class M>
   std::shared_ptr<M> register_module(const std::string& name, std::shared_ptr<M> module) {
     children_.emplace_back(name, module);
@@ -72,6 +80,7 @@ class Module {
  private:
   std::vector<std::pair<std::string, Tensor*>> params_;
   std::vector<std::pair<std::string, Tensor*>> buffers_;
+  std::vector<const Tensor*> host_buffers_;
   std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
   bool training_ = true;
 };

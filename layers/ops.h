@@ -6,7 +6,7 @@
 //   ops_conv.cpp         conv2d
 //   ops_elementwise.cpp  add, mul, scale, relu, relu6
 //   ops_reduce.cpp       sum, mean
-//   ops_loss.cpp         softmax_nll_loss (fused log-softmax + NLL, ignore index -1)
+//   ops_loss.cpp         softmax_nll_loss (fused log-softmax + NLL, ignore index -1), pixel accuracy
 //   ops_batchnorm.cpp    batch_norm (train/eval, SyncBN through a reducer)
 //   ops_pool.cpp         max_pool2d, adaptive_avg_pool2d
 //   ops_resize.cpp       resize_bilinear (align_corners=False)
@@ -16,8 +16,10 @@
 //   ops_cast.cpp         cast (dtype conversion with a backward)
 //
 // Conventions: activations are [N, H, W, C]; inputs may be non-contiguous (they are made contiguous);
-// outputs are new contiguous tensors on the input's device and dtype. A dtype or device without a
-// kernel is an Error naming op, dtype and device (no silent fallback).
+// outputs are new contiguous tensors on the input's device and dtype. The kernel calls are the only
+// device-aware lines (SEG_DISPATCH_DEVICE and SEG_KERNEL, core/dispatch.h): the same op body runs
+// on the CPU and on a CUDA device. A dtype or device without a kernel is an Error naming op, dtype and
+// device (no silent fallback).
 #pragma once
 
 #include <cstdint>
@@ -57,8 +59,26 @@ Tensor sum(const Tensor& x);   // dx = dy broadcast
 Tensor mean(const Tensor& x);  // dx = dy / numel broadcast
 
 // logits [N,H,W,C] (or [P,C]), labels i32 [N,H,W] (or [P]) with -1 = ignore -> loss of shape []:
-// the mean over valid pixels of -log softmax(logits)[label]. Labels outside [-1, C) are a data error.
-Tensor softmax_nll_loss(const Tensor& logits, const Tensor& labels);
+// the mean over valid pixels of -log softmax(logits)[label]. Labels outside [-1, C) are a data error
+// (at once on the CPU; on a GPU when the stats are read back and checked, see LossStats).
+// `stats`, when given, receives the counting block (a new one unless it is already defined).
+Tensor softmax_nll_loss(const Tensor& logits, const Tensor& labels, Tensor* stats = nullptr);
+
+// What softmax_nll_loss and pixel_accuracy_counts count, in one small u8 block on the logits'
+// device (layout seg::cuda::NllDeviceResult), so a training step reads all of it back at once.
+struct LossStats {
+  double loss_sum = 0, loss = 0;  // f32 on a GPU
+  int64_t valid = 0;              // pixels with a label in [0, C)
+  int64_t bad_pixel = -1;         // first pixel with a label outside [-1, C), or -1
+  int32_t bad_label = 0;
+  int64_t correct = 0, labelled = 0;  // pixel accuracy: argmax == label among label >= 0
+};
+Tensor new_loss_stats(const Tensor& like);   // a zeroed block on like's device
+LossStats decode_loss_stats(const Tensor& host_block);
+// Throws the loss's data error (naming pixel and label) when the block recorded a bad label.
+void check_loss_stats(const LossStats& stats, int64_t num_classes);
+// Upstream's pixel accuracy counts of logits [..., C] against labels (-1 ignored) into `stats`.
+void pixel_accuracy_counts(const Tensor& logits, const Tensor& labels, Tensor& stats);
 
 // SyncBN's hook: sums a vector of per-channel statistics over all ranks (in place). Null = one rank.
 class BatchNormReducer {
@@ -107,9 +127,9 @@ Tensor cast(const Tensor& x, DType dtype);
 // The profiler's description of a tensor: its shape and dtype.
 nlohmann::json prof_tensor(const Tensor& t);
 
-// Shared argument checks (used by every op file): a CPU-only op on another device is an Error naming
-// op and device; dtypes outside `allowed` are reported by the dispatcher.
-void require_cpu(const char* op, const Tensor& t);
+// Shared argument check: same shape, dtype and device (Error naming the op otherwise). Every
+// multi-input op checks that its inputs share one device (core/tensor.h check_same_device); a
+// device or dtype without a kernel is reported by the dispatcher (core/dispatch.h).
 void require_same_shape(const char* op, const Tensor& a, const Tensor& b);
 
 }  // namespace seg::ops

@@ -4,11 +4,21 @@
 // that is the mixed-precision rule "BN statistics in fp32" (DESIGN decision 7).
 // The optional reducer turns this into SyncBN: it all-reduces (sum, sumsq, count) in forward and
 // (sum dy, sum dy*xhat) in backward, so every rank normalises with the global batch statistics.
+//
+// One body for both devices: the kernels are split the same way on the CPU and on CUDA
+// (kernels/{cpu,cuda}/batchnorm.h), and every intermediate (moments, mean/invstd/scale, backward sums
+// and coefficients) lives on the activations' device, so nothing is read back to the host.
+//   forward:  bn_channel_moments -> [SyncBN all-reduce] -> bn_finalize -> bn_apply
+//   backward: bn_backward_sums -> bn_param_grads; [all-reduce] -> bn_backward_coefficients -> bn_backward_dx
 #include <cmath>
 #include <vector>
 
 #include "core/autograd.h"
+#include "core/dispatch.h"
 #include "kernels/cpu/batchnorm.h"
+#ifdef SEG_WITH_CUDA
+#include "kernels/cuda/batchnorm.h"
+#endif
 #include "layers/ops.h"
 
 namespace seg::ops {
@@ -16,16 +26,50 @@ namespace seg::ops {
 namespace {
 DType param_dtype_for(DType x) { return x == DType::f64 ? DType::f64 : DType::f32; }
 
-template <class A>
-std::vector<A> to_vec(const std::vector<double>& v) {
-  return std::vector<A>(v.begin(), v.end());
+// SyncBN's reducer works on host vectors; on a GPU it would need a device-buffer all-reduce.
+void check_reducer_device(const BatchNormReducer* reducer, const Tensor& x) {
+  if (reducer && !x.device().is_cpu())
+    throw Error(ErrorKind::device, str("batch_norm: SyncBN (a BatchNormReducer) on ", x.device().str(),
+                                       " needs an all-reduce of device buffers, which comes with multi-GPU training"))
+        .op("batch_norm")
+        .hint("train on one GPU without SyncBN, or on the CPU");
+}
+
+// SyncBN's forward all-reduce in two steps that keep the precision of the local moments:
+// (1) sums n*mean and the count -> the global mean; (2) each rank's squared deviations from the
+// global mean, M2_r + n_r*(mean_r - mean)^2 -> the global M2. Host memory (CPU tensors).
+double sync_moments(BatchNormReducer& reducer, double* mu, double* m2, int64_t C, int64_t P) {
+  std::vector<double> first(static_cast<size_t>(C + 1));
+  for (int64_t c = 0; c < C; ++c) first[c] = mu[c] * static_cast<double>(P);
+  first[static_cast<size_t>(C)] = static_cast<double>(P);
+  reducer.allreduce_sum(first);
+  const double M = first[static_cast<size_t>(C)];
+  std::vector<double> second(static_cast<size_t>(C));
+  for (int64_t c = 0; c < C; ++c) {
+    const double global = first[c] / M, d = mu[c] - global;
+    second[c] = m2[c] + static_cast<double>(P) * d * d;
+    mu[c] = global;
+  }
+  reducer.allreduce_sum(second);
+  for (int64_t c = 0; c < C; ++c) m2[c] = second[c];
+  return M;
+}
+
+// The backward all-reduce of (sum dy, sum dy*xhat, count). Host memory.
+double sync_sums(BatchNormReducer& reducer, double* sums, int64_t C, int64_t P) {
+  std::vector<double> v(sums, sums + 2 * C);
+  v.push_back(static_cast<double>(P));
+  reducer.allreduce_sum(v);
+  for (int64_t i = 0; i < 2 * C; ++i) sums[i] = v[static_cast<size_t>(i)];
+  return v.back();
 }
 }  // namespace
 
 Tensor batch_norm(const Tensor& x_in, const Tensor& gamma, const Tensor& beta, Tensor& running_mean,
                   Tensor& running_var, const BatchNormOptions& opt) {
   const char* op = "batch_norm";
-  require_cpu(op, x_in);
+  prof::note_parameter(gamma.name());
+  check_same_device(op, {&x_in, &gamma, &beta, &running_mean, &running_var});
   if (is_half(gamma.dtype())) {
     // Pure-half models (O3): compute with f32 copies of the parameters and statistics, then round
     // the updated statistics back into the half buffers. Gradients reach gamma/beta through cast.
@@ -43,104 +87,64 @@ Tensor batch_norm(const Tensor& x_in, const Tensor& gamma, const Tensor& beta, T
               t->defined() ? t->str() : "undefined", " for ", C, " channels");
     check_dtype(*t, pdt, op, "parameters and statistics");
   }
+  check_reducer_device(opt.reducer, x_in);
   const Tensor x = x_in.contiguous();
   SEG_PROFILE(op, "forward", {{"x", prof_tensor(x)}, {"training", opt.training}});
-  Tensor y = Tensor::empty(x.shape(), x.dtype(), x.device());
-  Tensor mean_t = Tensor::empty({C}, pdt), invstd_t = Tensor::empty({C}, pdt);
+  Tensor y = x.new_empty(x.shape());
+  Tensor stats = x.new_empty({3, C}, pdt);  // mean, invstd, scale = gamma * invstd
+  const Tensor moments = opt.training ? x.new_empty({2, C}, DType::f64) : Tensor();
 
-  SEG_DISPATCH(op, x.dtype(), x.device(), (DType::f32, DType::f64, DType::f16, DType::bf16), [&](auto tag) {
+  SEG_DISPATCH_DEVICE(op, x, SEG_CPU_FLOAT_DTYPES, SEG_CUDA_FLOAT_DTYPES, [&](auto dev, auto tag) {
     using T = SEG_TYPE(tag);
     using A = std::conditional_t<std::is_same_v<T, double>, double, float>;
-    A* mean = mean_t.data<A>();
-    A* invstd = invstd_t.data<A>();
+    A* mean = stats.data<A>();
+    double* mu = opt.training ? moments.data<double>() : nullptr;
+    double* m2 = opt.training ? mu + C : nullptr;
+    double M = static_cast<double>(P);
     if (opt.training) {
-      std::vector<double> mu(static_cast<size_t>(C)), m2(static_cast<size_t>(C));
-      cpu::bn_channel_moments<T>(x.data<T>(), P, C, mu.data(), m2.data());
-      double M = static_cast<double>(P);
-      if (opt.reducer) {
-        // SyncBN in two small all-reduces that keep the precision of the local moments:
-        // (1) sums n*mean and the count -> the global mean; (2) each rank's squared deviations from
-        // the global mean, M2_r + n_r*(mean_r - mean)^2 -> the global M2.
-        std::vector<double> first(static_cast<size_t>(C + 1));
-        for (int64_t c = 0; c < C; ++c) first[c] = mu[c] * static_cast<double>(P);
-        first[static_cast<size_t>(C)] = static_cast<double>(P);
-        opt.reducer->allreduce_sum(first);
-        M = first[static_cast<size_t>(C)];
-        std::vector<double> second(static_cast<size_t>(C));
-        for (int64_t c = 0; c < C; ++c) {
-          const double global = first[c] / M, d = mu[c] - global;
-          second[c] = m2[c] + static_cast<double>(P) * d * d;
-          mu[c] = global;
-        }
-        opt.reducer->allreduce_sum(second);
-        m2 = second;
-      }
+      SEG_KERNEL_WS(dev, x.new_empty({static_cast<int64_t>(cuda::bn_reduce_workspace_bytes(P, C))}, DType::u8).data_ptr(),
+                    bn_channel_moments<T>)(x.data<T>(), P, C, mu, m2);
+      if (opt.reducer) M = sync_moments(*opt.reducer, mu, m2, C, P);
       if (!(M > 1))
         throw Error(ErrorKind::usage, str(op, ": training needs more than one value per channel, got input ", x.str()))
             .op(op)
             .hint("a 1x1 feature map (PPM's pool scale 1, or a tiny image) needs TRAIN.batch_size_per_gpu >= 2");
-      A* rm = running_mean.data<A>();
-      A* rv = running_var.data<A>();
-      for (int64_t c = 0; c < C; ++c) {
-        const double var = m2[c] / M;
-        mean[c] = static_cast<A>(mu[c]);
-        invstd[c] = static_cast<A>(1.0 / std::sqrt(var + opt.eps));
-        rm[c] = static_cast<A>((1.0 - opt.momentum) * rm[c] + opt.momentum * mu[c]);
-        rv[c] = static_cast<A>((1.0 - opt.momentum) * rv[c] + opt.momentum * var * M / (M - 1.0));
-      }
-    } else {
-      const A* rm = running_mean.data<A>();
-      const A* rv = running_var.data<A>();
-      for (int64_t c = 0; c < C; ++c) {
-        mean[c] = rm[c];
-        invstd[c] = static_cast<A>(1.0 / std::sqrt(static_cast<double>(rv[c]) + opt.eps));
-      }
     }
-    std::vector<A> scale(static_cast<size_t>(C));
-    const A* g = gamma.data<A>();
-    for (int64_t c = 0; c < C; ++c) scale[c] = g[c] * invstd[c];
-    cpu::bn_apply<T, A>(x.data<T>(), P, C, mean, scale.data(), beta.data<A>(), y.data<T>());
+    SEG_KERNEL(dev, bn_finalize<A>)(mu, m2, C, M, opt.training, opt.momentum, opt.eps, gamma.data<A>(),
+                                    running_mean.data<A>(), running_var.data<A>(), mean, mean + C, mean + 2 * C);
+    SEG_KERNEL(dev, bn_apply<T, A>)(x.data<T>(), P, C, mean, mean + 2 * C, beta.data<A>(), y.data<T>());
   });
 
   record(op, {x_in, gamma, beta}, {y},
-         [x, gamma = gamma.detach(), mean_t, invstd_t, training = opt.training, reducer = opt.reducer, P,
-          C](const std::vector<Tensor>& grads) {
+         [x, gamma = gamma.detach(), stats, training = opt.training, reducer = opt.reducer, P, C](
+             const std::vector<Tensor>& grads) {
            SEG_PROFILE("batch_norm", "backward", {{"x", prof_tensor(x)}, {"training", training}});
            const Tensor dy = grads[0].contiguous();
-           Tensor dx = Tensor::empty(x.shape(), x.dtype(), x.device());
-           Tensor dgamma = Tensor::empty({C}, gamma.dtype()), dbeta = Tensor::empty({C}, gamma.dtype());
-           SEG_DISPATCH("batch_norm", x.dtype(), x.device(), (DType::f32, DType::f64, DType::f16, DType::bf16),
-                        [&](auto tag) {
-                          using T = SEG_TYPE(tag);
-                          using A = std::conditional_t<std::is_same_v<T, double>, double, float>;
-                          const A* mean = mean_t.data<A>();
-                          const A* invstd = invstd_t.data<A>();
-                          const A* g = gamma.data<A>();
-                          std::vector<double> sums(static_cast<size_t>(2 * C + 1));
-                          cpu::bn_backward_sums<T, A>(x.data<T>(), dy.data<T>(), P, C, mean, invstd, sums.data(),
-                                                      sums.data() + C);
-                          // dgamma/dbeta are this rank's parameter gradients (all-reduced later with
-                          // the other gradients); dx needs the global sums.
-                          for (int64_t c = 0; c < C; ++c) {
-                            dbeta.data<A>()[c] = static_cast<A>(sums[c]);
-                            dgamma.data<A>()[c] = static_cast<A>(sums[C + c]);
-                          }
-                          sums[static_cast<size_t>(2 * C)] = static_cast<double>(P);
-                          if (training && reducer) reducer->allreduce_sum(sums);
-                          const double M = sums[static_cast<size_t>(2 * C)];
-                          std::vector<A> k1(static_cast<size_t>(C)), k2(static_cast<size_t>(C), 0),
-                              k3(static_cast<size_t>(C), 0);
-                          for (int64_t c = 0; c < C; ++c) {
-                            k1[c] = g[c] * invstd[c];
-                            if (training) {
-                              const double sdy = sums[c], sdyx = sums[C + c];
-                              k2[c] = static_cast<A>(-static_cast<double>(k1[c]) * invstd[c] * sdyx / M);
-                              k3[c] = static_cast<A>(-static_cast<double>(k1[c]) * sdy / M);
-                            }
-                          }
-                          cpu::bn_backward_dx<T, A>(x.data<T>(), dy.data<T>(), P, C, mean, k1.data(), k2.data(), k3.data(),
-                                                    dx.data<T>());
-                        });
+           check_same_device("batch_norm", {&x, &dy});
+           Tensor dx = x.new_empty(x.shape());
+           Tensor dgamma = gamma.new_empty({C}), dbeta = gamma.new_empty({C});
+           Tensor sums = x.new_empty({2, C}, DType::f64);  // sum dy, sum dy*xhat
+           Tensor k = x.new_empty({3, C}, gamma.dtype());  // dx = k1*dy + k2*(x - mean) + k3
+           SEG_DISPATCH_DEVICE("batch_norm", x, SEG_CPU_FLOAT_DTYPES, SEG_CUDA_FLOAT_DTYPES, [&](auto dev, auto tag) {
+             using T = SEG_TYPE(tag);
+             using A = std::conditional_t<std::is_same_v<T, double>, double, float>;
+             const A* mean = stats.data<A>();
+             const A* invstd = mean + C;
+             double* sum_dy = sums.data<double>();
+             double* sum_dy_xhat = sum_dy + C;
+             SEG_KERNEL_WS(dev, x.new_empty({static_cast<int64_t>(cuda::bn_reduce_workspace_bytes(P, C))}, DType::u8).data_ptr(),
+                           bn_backward_sums<T, A>)(x.data<T>(), dy.data<T>(), P, C, mean, invstd, sum_dy, sum_dy_xhat);
+             // dgamma/dbeta are this rank's parameter gradients (all-reduced later with the other
+             // gradients); dx needs the global sums.
+             SEG_KERNEL(dev, bn_param_grads<A>)(sum_dy, sum_dy_xhat, C, dgamma.data<A>(), dbeta.data<A>());
+             double M = static_cast<double>(P);
+             if (training && reducer) M = sync_sums(*reducer, sum_dy, C, P);
+             A* k1 = k.data<A>();
+             SEG_KERNEL(dev, bn_backward_coefficients<A>)(sum_dy, sum_dy_xhat, C, M, training, gamma.data<A>(), invstd, k1,
+                                                          k1 + C, k1 + 2 * C);
+             SEG_KERNEL(dev, bn_backward_dx<T, A>)(x.data<T>(), dy.data<T>(), P, C, mean, k1, k1 + C, k1 + 2 * C,
+                                                   dx.data<T>());
+           });
            return std::vector<Tensor>{dx, dgamma, dbeta};
          });
   return y;

@@ -1,5 +1,6 @@
 // concat_channels: [N,H,W,C_i] -> [N,H,W,sum C_i]. Each input is copied into a channel slice of the
-// output (a strided copy); backward hands every input its slice of dy.
+// output (a strided copy, Tensor::copy_, on the inputs' device); backward hands every input its
+// slice of dy.
 #include "core/autograd.h"
 #include "layers/autocast.h"
 #include "layers/ops.h"
@@ -14,7 +15,7 @@ Tensor concat_channels(const std::vector<Tensor>& xs_arg) {
   const Tensor& first = xs[0];
   int64_t total = 0;
   for (const Tensor& x : xs) {
-    require_cpu(op, x);
+    check_same_device(op, {&first, &x});
     SEG_CHECK(x.dim() == first.dim() && x.dtype() == first.dtype(), runtime, op, ": ", x.str(), " does not match ",
               first.str());
     for (int d = 0; d + 1 < x.dim(); ++d)
@@ -22,14 +23,15 @@ Tensor concat_channels(const std::vector<Tensor>& xs_arg) {
                 " outside the channel dimension");
     total += x.size(-1);
   }
-  SEG_PROFILE(op, "forward", [&] {
+  auto prof_args = [&] {
     nlohmann::json list = nlohmann::json::array();
     for (const Tensor& x : xs) list.push_back(prof_tensor(x));
     return nlohmann::json{{"xs", list}};
-  }());
+  };
+  SEG_PROFILE(op, "forward", prof_args());
   Shape shape = first.shape();
   shape[shape.size() - 1] = total;
-  Tensor out = Tensor::empty(shape, first.dtype());
+  Tensor out = first.new_empty(shape);
   std::vector<int64_t> offsets;
   int64_t at = 0;
   for (const Tensor& x : xs) {
@@ -38,7 +40,8 @@ Tensor concat_channels(const std::vector<Tensor>& xs_arg) {
     at += x.size(-1);
   }
   offsets.push_back(at);
-  record(op, xs, {out}, [offsets](const std::vector<Tensor>& g) {
+  record(op, xs, {out}, [offsets, args = prof::enabled() ? prof_args() : nlohmann::json()](const std::vector<Tensor>& g) {
+    SEG_PROFILE("concat_channels", "backward", args);
     std::vector<Tensor> grads;
     for (size_t i = 0; i + 1 < offsets.size(); ++i) grads.push_back(g[0].channels(offsets[i], offsets[i + 1]).contiguous());
     return grads;

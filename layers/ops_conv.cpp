@@ -1,8 +1,13 @@
-// conv2d: forward and backward on the CPU through kernels/cpu/conv2d.h.
+// conv2d: forward and backward through kernels/cpu/conv2d.h (CPU) and kernels/cuda/conv2d.h (CUDA).
 #include <type_traits>
 
 #include "core/autograd.h"
+#include "core/dispatch.h"
 #include "kernels/cpu/conv2d.h"
+#include "kernels/cpu/copy.h"
+#ifdef SEG_WITH_CUDA
+#include "kernels/cuda/conv2d.h"
+#endif
 #include "layers/autocast.h"
 #include "layers/ops.h"
 
@@ -38,48 +43,58 @@ cpu::ConvShape conv_shape(const Tensor& x, const Tensor& w, const Conv2dOptions&
   return s;
 }
 
-// The computation for one dtype. f32 and f64 run the same index logic (kernels/cpu/conv2d_dispatch.cpp:
-// implicit GEMM or depthwise; f64 with a plain double GEMM), so the f64 gradient checks test it; f32
-// also runs Winograd F(2x2) on 3x3 stride-1 dense layers, which f64 never does; f16/bf16 are widened to f32 for the arithmetic and the result is rounded
-// once to the storage type (a CPU has no faster half arithmetic; the GPU path uses tensor cores).
+// The computation for one dtype, on the tensors' device. CPU: f32 and f64 run the same paths
+// (kernels/cpu/conv2d_dispatch.cpp: implicit GEMM or depthwise; f64 with a plain double GEMM), so
+// the f64 gradient checks test the production index logic; f32 also runs Winograd F(2x2) on 3x3
+// stride-1 dense layers, which f64 never does; f16/bf16 are widened to f32 for the arithmetic with
+// the result rounded once to the storage type (a CPU has no faster half arithmetic). A GPU runs half
+// natively (seg::cuda::conv2d_* pick their kernel per shape); that difference is the `if constexpr`
+// in these dispatch lambdas, not a second op body.
 Tensor conv_forward(const cpu::ConvShape& s, const Tensor& x, const Tensor& w, const Tensor& b) {
-  if (is_half(x.dtype())) {
-    return conv_forward(s, x.to(DType::f32), w.to(DType::f32), b.defined() ? b.to(DType::f32) : Tensor())
-        .to(x.dtype());
-  }
-  Tensor y = Tensor::empty({s.N, s.Ho(), s.Wo(), s.O}, x.dtype(), x.device());
-  SEG_DISPATCH("conv2d", x.dtype(), x.device(), (DType::f32, DType::f64), [&](auto tag) {
+  Tensor y = x.new_empty({s.N, s.Ho(), s.Wo(), s.O});
+  SEG_DISPATCH_DEVICE("conv2d", x, SEG_CPU_FLOAT_DTYPES, SEG_CUDA_FLOAT_DTYPES, [&](auto dev, auto tag) {
     using T = SEG_TYPE(tag);
-    const T* bias = b.defined() ? b.data<T>() : nullptr;
-    cpu::conv2d_forward<T>(s, x.data<T>(), w.data<T>(), bias, y.data<T>());
+    if constexpr (!on_cuda(dev) && cpu::is_half16<T>::value) {
+      y.copy_(conv_forward(s, x.to(DType::f32), w.to(DType::f32), b.defined() ? b.to(DType::f32) : Tensor()));
+    } else {
+      const T* bias = b.defined() ? b.data<T>() : nullptr;
+      SEG_KERNEL(dev, conv2d_forward<T>)(s, x.data<T>(), w.data<T>(), bias, y.data<T>());
+    }
   });
   return y;
 }
 
 Tensor conv_backward_data(const cpu::ConvShape& s, const Tensor& w, const Tensor& dy) {
-  if (is_half(w.dtype())) return conv_backward_data(s, w.to(DType::f32), dy.to(DType::f32)).to(w.dtype());
-  Tensor dx = Tensor::empty({s.N, s.H, s.W, s.C}, w.dtype());
-  SEG_DISPATCH("conv2d", w.dtype(), w.device(), (DType::f32, DType::f64), [&](auto tag) {
+  Tensor dx = dy.new_empty({s.N, s.H, s.W, s.C}, w.dtype());
+  SEG_DISPATCH_DEVICE("conv2d", w, SEG_CPU_FLOAT_DTYPES, SEG_CUDA_FLOAT_DTYPES, [&](auto dev, auto tag) {
     using T = SEG_TYPE(tag);
-    cpu::conv2d_backward_data<T>(s, w.data<T>(), dy.data<T>(), dx.data<T>());
+    if constexpr (!on_cuda(dev) && cpu::is_half16<T>::value) {
+      dx.copy_(conv_backward_data(s, w.to(DType::f32), dy.to(DType::f32)));
+    } else {
+      SEG_KERNEL(dev, conv2d_backward_data<T>)(s, w.data<T>(), dy.data<T>(), dx.data<T>());
+    }
   });
   return dx;
 }
 
-// Returns dw; writes db when has_bias.
+// Returns dw; writes db when has_bias. The CUDA launcher takes its scratch space from the caller.
 Tensor conv_backward_weight(const cpu::ConvShape& s, const Tensor& x, const Tensor& dy, bool has_bias, Tensor& db) {
-  if (is_half(x.dtype())) {
-    Tensor db32;
-    Tensor dw = conv_backward_weight(s, x.to(DType::f32), dy.to(DType::f32), has_bias, db32).to(x.dtype());
-    if (has_bias) db = db32.to(x.dtype());
-    return dw;
-  }
-  Tensor dw = Tensor::empty({s.O, s.KH, s.KW, s.Cg()}, x.dtype());
-  if (has_bias) db = Tensor::empty({s.O}, x.dtype());
-  SEG_DISPATCH("conv2d", x.dtype(), x.device(), (DType::f32, DType::f64), [&](auto tag) {
+  Tensor dw = x.new_empty({s.O, s.KH, s.KW, s.Cg()});
+  if (has_bias) db = x.new_empty({s.O});
+  SEG_DISPATCH_DEVICE("conv2d", x, SEG_CPU_FLOAT_DTYPES, SEG_CUDA_FLOAT_DTYPES, [&](auto dev, auto tag) {
     using T = SEG_TYPE(tag);
-    T* dbias = has_bias ? db.data<T>() : nullptr;
-    cpu::conv2d_backward_weight<T>(s, x.data<T>(), dy.data<T>(), dw.data<T>(), dbias);
+    if constexpr (!on_cuda(dev) && cpu::is_half16<T>::value) {
+      Tensor db32;
+      dw.copy_(conv_backward_weight(s, x.to(DType::f32), dy.to(DType::f32), has_bias, db32));
+      if (has_bias) db.copy_(db32);
+    } else {
+      T* dbias = has_bias ? db.data<T>() : nullptr;
+      Tensor workspace;
+      SEG_CUDA_ONLY(if constexpr (on_cuda(dev)) workspace = x.new_empty(
+                        {static_cast<int64_t>(cuda::conv2d_backward_weight_workspace_bytes(s))}, DType::u8);)
+      SEG_KERNEL_WS(dev, workspace.data_ptr(), conv2d_backward_weight<T>)(s, x.data<T>(), dy.data<T>(), dw.data<T>(),
+                                                                          dbias);
+    }
   });
   return dw;
 }
@@ -90,14 +105,14 @@ Tensor conv2d_impl(const Tensor& x_in, const Tensor& w_in, const Tensor& b_in, c
 
 // Under O1 autocast the input, weight and bias are cast to half first (cached per step for weights).
 Tensor conv2d(const Tensor& x, const Tensor& w, const Tensor& b, const Conv2dOptions& opt) {
+  prof::note_parameter(w.name());  // names the NVTX ranges after the layer (before autocast's copy)
   if (!Autocast::active()) return conv2d_impl(x, w, b, opt);
   return conv2d_impl(autocast(OpClass::conv, x), autocast(OpClass::conv, w), autocast(OpClass::conv, b), opt);
 }
 
 Tensor conv2d_impl(const Tensor& x_in, const Tensor& w_in, const Tensor& b_in, const Conv2dOptions& opt) {
   const char* op = "conv2d";
-  require_cpu(op, x_in);
-  check_same_device(x_in, w_in, op);
+  check_same_device(op, {&x_in, &w_in, &b_in});
   SEG_CHECK(x_in.dtype() == w_in.dtype(), runtime, op, ": input ", x_in.str(), " and weight ", w_in.str(),
             " differ in dtype");
   const cpu::ConvShape s = conv_shape(x_in, w_in, opt);
@@ -109,7 +124,6 @@ Tensor conv2d_impl(const Tensor& x_in, const Tensor& w_in, const Tensor& b_in, c
                                {"pad", opt.pad_h}, {"dilation", opt.dil_h}, {"groups", opt.groups},
                                {"bias", b.defined()}};
   SEG_PROFILE(op, "forward", args);
-  SEG_DISPATCH(op, x.dtype(), x.device(), (DType::f32, DType::f64, DType::f16, DType::bf16), [](auto) {});
   Tensor y = conv_forward(s, x, w, b);
   const bool need_dx = x_in.requires_grad(), need_dw = w_in.requires_grad() || (b_in.defined() && b_in.requires_grad());
   record(op, {x_in, w_in, b_in}, {y},

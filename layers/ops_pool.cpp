@@ -1,15 +1,16 @@
-// max_pool2d and adaptive_avg_pool2d (kernels/cpu/pool.h).
+// max_pool2d and adaptive_avg_pool2d (kernels/cpu/pool.h, kernels/cuda/pool.h).
 #include "core/autograd.h"
+#include "core/dispatch.h"
 #include "kernels/cpu/pool.h"
+#ifdef SEG_WITH_CUDA
+#include "kernels/cuda/pool.h"
+#endif
 #include "layers/ops.h"
 
 namespace seg::ops {
 
-#define SEG_FLOAT_DTYPES (DType::f32, DType::f64, DType::f16, DType::bf16)
-
 Tensor max_pool2d(const Tensor& x_in, int64_t kernel, int64_t stride, int64_t padding) {
   const char* op = "max_pool2d";
-  require_cpu(op, x_in);
   SEG_CHECK(x_in.dim() == 4, runtime, op, ": input must be [N,H,W,C], got ", x_in.str());
   SEG_CHECK(kernel >= 1 && stride >= 1 && padding >= 0 && 2 * padding <= kernel, runtime, op,
             ": bad kernel/stride/padding ", kernel, "/", stride, "/", padding);
@@ -19,21 +20,22 @@ Tensor max_pool2d(const Tensor& x_in, int64_t kernel, int64_t stride, int64_t pa
   SEG_CHECK(s.Ho() >= 1 && s.Wo() >= 1, runtime, op, ": input ", x_in.str(), " smaller than the window");
   const Tensor x = x_in.contiguous();
   SEG_PROFILE(op, "forward", {{"x", prof_tensor(x)}, {"kernel", kernel}, {"stride", stride}, {"pad", padding}});
-  Tensor y = Tensor::empty({s.N, s.Ho(), s.Wo(), s.C}, x.dtype());
-  Tensor argmax = Tensor::empty(y.shape(), DType::i32);
-  SEG_DISPATCH(op, x.dtype(), x.device(), SEG_FLOAT_DTYPES, [&](auto tag) {
+  Tensor y = x.new_empty({s.N, s.Ho(), s.Wo(), s.C});
+  Tensor argmax = x.new_empty(y.shape(), DType::i32);
+  SEG_DISPATCH_DEVICE(op, x, SEG_CPU_FLOAT_DTYPES, SEG_CUDA_FLOAT_DTYPES, [&](auto dev, auto tag) {
     using T = SEG_TYPE(tag);
-    cpu::maxpool2d_forward<T>(s, x.data<T>(), y.data<T>(), argmax.data<int32_t>());
+    SEG_KERNEL(dev, maxpool2d_forward<T>)(s, x.data<T>(), y.data<T>(), argmax.data<int32_t>());
   });
   record(op, {x_in}, {y}, [s, argmax, dtype = x.dtype()](const std::vector<Tensor>& g) {
     SEG_PROFILE("max_pool2d", "backward",
                 {{"x", {{"shape", {s.N, s.H, s.W, s.C}}, {"dtype", dtype_name(dtype)}}}, {"kernel", s.kernel},
                  {"stride", s.stride}, {"pad", s.pad}});
     const Tensor dy = g[0].contiguous();
-    Tensor dx = Tensor::empty({s.N, s.H, s.W, s.C}, dtype);
-    SEG_DISPATCH("max_pool2d", dtype, dy.device(), SEG_FLOAT_DTYPES, [&](auto tag) {
+    check_same_device("max_pool2d", {&dy, &argmax});
+    Tensor dx = dy.new_empty({s.N, s.H, s.W, s.C}, dtype);
+    SEG_DISPATCH_DEVICE("max_pool2d", dx, SEG_CPU_FLOAT_DTYPES, SEG_CUDA_FLOAT_DTYPES, [&](auto dev, auto tag) {
       using T = SEG_TYPE(tag);
-      cpu::maxpool2d_backward<T>(s, dy.data<T>(), argmax.data<int32_t>(), dx.data<T>());
+      SEG_KERNEL(dev, maxpool2d_backward<T>)(s, dy.data<T>(), argmax.data<int32_t>(), dx.data<T>());
     });
     return std::vector<Tensor>{dx};
   });
@@ -42,25 +44,24 @@ Tensor max_pool2d(const Tensor& x_in, int64_t kernel, int64_t stride, int64_t pa
 
 Tensor adaptive_avg_pool2d(const Tensor& x_in, int64_t out_h, int64_t out_w) {
   const char* op = "adaptive_avg_pool2d";
-  require_cpu(op, x_in);
   SEG_CHECK(x_in.dim() == 4 && out_h >= 1 && out_w >= 1, runtime, op, ": input ", x_in.str(), " to ", out_h, "x",
             out_w);
   const int64_t N = x_in.size(0), H = x_in.size(1), W = x_in.size(2), C = x_in.size(3);
   const Tensor x = x_in.contiguous();
   SEG_PROFILE(op, "forward", {{"x", prof_tensor(x)}, {"out", {out_h, out_w}}});
-  Tensor y = Tensor::empty({N, out_h, out_w, C}, x.dtype());
-  SEG_DISPATCH(op, x.dtype(), x.device(), SEG_FLOAT_DTYPES, [&](auto tag) {
+  Tensor y = x.new_empty({N, out_h, out_w, C});
+  SEG_DISPATCH_DEVICE(op, x, SEG_CPU_FLOAT_DTYPES, SEG_CUDA_FLOAT_DTYPES, [&](auto dev, auto tag) {
     using T = SEG_TYPE(tag);
-    cpu::adaptive_avgpool2d_forward<T>(x.data<T>(), N, H, W, C, out_h, out_w, y.data<T>());
+    SEG_KERNEL(dev, adaptive_avgpool2d_forward<T>)(x.data<T>(), N, H, W, C, out_h, out_w, y.data<T>());
   });
   record(op, {x_in}, {y}, [N, H, W, C, out_h, out_w, dtype = x.dtype()](const std::vector<Tensor>& g) {
     SEG_PROFILE("adaptive_avg_pool2d", "backward",
                 {{"x", {{"shape", {N, H, W, C}}, {"dtype", dtype_name(dtype)}}}, {"out", {out_h, out_w}}});
     const Tensor dy = g[0].contiguous();
-    Tensor dx = Tensor::empty({N, H, W, C}, dtype);
-    SEG_DISPATCH("adaptive_avg_pool2d", dtype, dy.device(), SEG_FLOAT_DTYPES, [&](auto tag) {
+    Tensor dx = dy.new_empty({N, H, W, C}, dtype);
+    SEG_DISPATCH_DEVICE("adaptive_avg_pool2d", dx, SEG_CPU_FLOAT_DTYPES, SEG_CUDA_FLOAT_DTYPES, [&](auto dev, auto tag) {
       using T = SEG_TYPE(tag);
-      cpu::adaptive_avgpool2d_backward<T>(dy.data<T>(), N, H, W, C, out_h, out_w, dx.data<T>());
+      SEG_KERNEL(dev, adaptive_avgpool2d_backward<T>)(dy.data<T>(), N, H, W, C, out_h, out_w, dx.data<T>());
     });
     return std::vector<Tensor>{dx};
   });

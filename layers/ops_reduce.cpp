@@ -1,24 +1,46 @@
 // sum and mean over all elements.
 #include "core/autograd.h"
+#include "core/dispatch.h"
 #include "kernels/cpu/elementwise.h"
+#ifdef SEG_WITH_CUDA
+#include "kernels/cuda/elementwise.h"
+#endif
 #include "layers/autocast.h"
 #include "layers/ops.h"
 
 namespace seg::ops {
 
 namespace {
+// The CPU kernel returns the f64 sum to the host; the CUDA one writes sum * factor into a device
+// element (a deterministic two-pass reduction), so neither direction reads back from the device.
 Tensor reduce_all(const char* op, const Tensor& x_in, double factor) {
-  require_cpu(op, x_in);
+  SEG_PROFILE(op, "forward", {{"x", prof_tensor(x_in)}});
   const Tensor x = x_in.contiguous();
-  double total = 0;
-  SEG_DISPATCH(op, x.dtype(), x.device(), (DType::f32, DType::f64, DType::f16, DType::bf16), [&](auto tag) {
+  Tensor out = x.new_empty(Shape{});
+  SEG_DISPATCH_DEVICE(op, x, SEG_CPU_FLOAT_DTYPES, SEG_CUDA_FLOAT_DTYPES, [&](auto dev, auto tag) {
     using T = SEG_TYPE(tag);
-    total = cpu::sum(x.data<T>(), x.numel());
+    SEG_CUDA_ONLY(if constexpr (on_cuda(dev)) {
+      const Tensor workspace = x.new_empty({static_cast<int64_t>(cuda::sum_workspace_bytes(x.numel()))}, DType::u8);
+      SEG_CUDA_KERNEL(dev, sum<T>)(x.data<T>(), x.numel(), factor, out.data<T>(), workspace.data_ptr());
+    } else)
+    {
+      out.fill_(cpu::sum<T>(x.data<T>(), x.numel()) * factor);
+    }
   });
-  Tensor out = Tensor::full(Shape{}, total * factor, x.dtype(), x.device());
-  record(op, {x_in}, {out}, [shape = x.shape(), dtype = x.dtype(), device = x.device(), factor](
-                                const std::vector<Tensor>& g) {
-    return std::vector<Tensor>{Tensor::full(shape, g[0].item() * factor, dtype, device)};
+  record(op, {x_in}, {out}, [op, shape = x.shape(), dtype = x.dtype(), factor](const std::vector<Tensor>& g) {
+    SEG_PROFILE(op, "backward", {{"x", {{"shape", shape.vec()}, {"dtype", dtype_name(dtype)}}}});
+    const Tensor dy = g[0].to(dtype).contiguous();
+    Tensor dx = dy.new_empty(shape);
+    SEG_DISPATCH_DEVICE(op, dx, SEG_CPU_FLOAT_DTYPES, SEG_CUDA_FLOAT_DTYPES, [&](auto dev, auto tag) {
+      using T [[maybe_unused]] = SEG_TYPE(tag);  // used by the CUDA branch only
+      SEG_CUDA_ONLY(if constexpr (on_cuda(dev)) {
+        SEG_CUDA_KERNEL(dev, fill_from_device_scalar<T>)(dy.data<T>(), factor, dx.data<T>(), dx.numel());
+      } else)
+      {
+        dx.fill_(dy.item() * factor);
+      }
+    });
+    return std::vector<Tensor>{dx};
   });
   return out;
 }

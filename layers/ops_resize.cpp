@@ -1,13 +1,16 @@
-// resize_bilinear (kernels/cpu/resize.h): every upsampling in the upstream decoders.
+// resize_bilinear (kernels/cpu/resize.h, kernels/cuda/resize.h): every upsampling in the upstream decoders.
 #include "core/autograd.h"
+#include "core/dispatch.h"
 #include "kernels/cpu/resize.h"
+#ifdef SEG_WITH_CUDA
+#include "kernels/cuda/resize.h"
+#endif
 #include "layers/ops.h"
 
 namespace seg::ops {
 
 Tensor resize_bilinear(const Tensor& x_in, int64_t out_h, int64_t out_w) {
   const char* op = "resize_bilinear";
-  require_cpu(op, x_in);
   SEG_CHECK(x_in.dim() == 4 && out_h >= 1 && out_w >= 1, runtime, op, ": input ", x_in.str(), " to ", out_h, "x",
             out_w);
   cpu::ResizeShape s;
@@ -21,21 +24,20 @@ Tensor resize_bilinear(const Tensor& x_in, int64_t out_h, int64_t out_w) {
   }
   const Tensor x = x_in.contiguous();
   SEG_PROFILE(op, "forward", {{"x", prof_tensor(x)}, {"out", {out_h, out_w}}});
-  Tensor y = Tensor::empty({s.N, out_h, out_w, s.C}, x.dtype());
-  SEG_DISPATCH(op, x.dtype(), x.device(), (DType::f32, DType::f64, DType::f16, DType::bf16), [&](auto tag) {
+  Tensor y = x.new_empty({s.N, out_h, out_w, s.C});
+  SEG_DISPATCH_DEVICE(op, x, SEG_CPU_FLOAT_DTYPES, SEG_CUDA_FLOAT_DTYPES, [&](auto dev, auto tag) {
     using T = SEG_TYPE(tag);
-    cpu::resize_bilinear_forward<T>(s, x.data<T>(), y.data<T>());
+    SEG_KERNEL(dev, resize_bilinear_forward<T>)(s, x.data<T>(), y.data<T>());
   });
   record(op, {x_in}, {y}, [s, dtype = x.dtype()](const std::vector<Tensor>& g) {
     SEG_PROFILE("resize_bilinear", "backward",
                 {{"x", {{"shape", {s.N, s.H, s.W, s.C}}, {"dtype", dtype_name(dtype)}}}, {"out", {s.Ho, s.Wo}}});
     const Tensor dy = g[0].contiguous();
-    Tensor dx = Tensor::empty({s.N, s.H, s.W, s.C}, dtype);
-    SEG_DISPATCH("resize_bilinear", dtype, dy.device(), (DType::f32, DType::f64, DType::f16, DType::bf16),
-                 [&](auto tag) {
-                   using T = SEG_TYPE(tag);
-                   cpu::resize_bilinear_backward<T>(s, dy.data<T>(), dx.data<T>());
-                 });
+    Tensor dx = dy.new_empty({s.N, s.H, s.W, s.C}, dtype);
+    SEG_DISPATCH_DEVICE("resize_bilinear", dx, SEG_CPU_FLOAT_DTYPES, SEG_CUDA_FLOAT_DTYPES, [&](auto dev, auto tag) {
+      using T = SEG_TYPE(tag);
+      SEG_KERNEL(dev, resize_bilinear_backward<T>)(s, dy.data<T>(), dx.data<T>());
+    });
     return std::vector<Tensor>{dx};
   });
   return y;

@@ -22,7 +22,7 @@ Tensor permuted_copy(const Tensor& t_in, const int (&perm)[4]) {
     view->shape[i] = t.size(perm[i]);
     view->strides[i] = t.stride(perm[i]);
   }
-  Tensor out = Tensor::empty(view->shape, t.dtype());
+  Tensor out = Tensor::empty(view->shape, t.dtype(), Device::cpu());
   out.copy_(Tensor(view));
   return out;
 }
@@ -119,7 +119,7 @@ NamedTensors upstream_state_dict(const Module& m) {
       case StateEntry::tensor: out.emplace_back(e.name, e.source->detach().to(Device::cpu()).contiguous()); break;
       case StateEntry::conv_weight: out.emplace_back(e.name, ohwi_to_oihw(e.source->detach())); break;
       case StateEntry::copy: out.emplace_back(e.name, e.source->detach().to(Device::cpu()).clone()); break;
-      case StateEntry::running_iter: out.emplace_back(e.name, Tensor::full({1}, 1.0, DType::f32)); break;
+      case StateEntry::running_iter: out.emplace_back(e.name, Tensor::full({1}, 1.0, DType::f32, Device::cpu())); break;
     }
   }
   return out;

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "core/optim.h"
+#include "layers/ops.h"
 #include "models/decoder.h"
 #include "models/encoder.h"
 
@@ -30,14 +31,29 @@ struct PixelAccuracy {
 // logits [N, h, w, K] (or log-probabilities: the argmax is the same), labels i32 [N, h, w].
 PixelAccuracy pixel_accuracy(const Tensor& logits, const Tensor& labels);
 
+// The accuracy in a main head's loss statistics (layers/ops.h LossStats, read back to the host).
+PixelAccuracy pixel_accuracy_of(const ops::LossStats& stats);
+
 struct TrainOutput {
   Tensor loss;          // [] the total loss, differentiable
   Tensor main_loss;     // [] NLL of the main head
   Tensor deepsup_loss;  // [] NLL of the deep-supervision head (undefined without one)
-  PixelAccuracy acc;    // of the main head
+  // The main head's loss and accuracy counts (ops::LossStats block) on the model's device: a
+  // training step reads it back with its other results, once (core/readback.h).
+  Tensor stats;
+  PixelAccuracy acc;    // of the main head: filled at once on the CPU; on a GPU after the read-back
+                        // (read_train_stats), so that the forward pass never waits for the device
   Tensor logits;        // [N, h, w, K] main-head logits (for logging / tests)
   Tensor deepsup_logits;
 };
+
+// Fills out.acc from a fetched read-back slot holding out.stats, and raises the loss's bad-label
+// data error if the stats recorded one.
+void read_train_stats(TrainOutput& out, const Tensor& host_stats, int64_t num_classes);
+
+// Upstream's class name of an encoder or decoder arch ("mobilenetv2dilated" -> "MobileNetV2dilated"):
+// the top of the NVTX range names.
+std::string component_class_name(const std::string& arch);
 
 class SegmentationModule : public Module {
  public:

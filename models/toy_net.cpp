@@ -23,7 +23,7 @@ Tensor ToyNet::forward(const Tensor& x) { return body_->forward(x); }
 
 ToyBatch make_toy_batch(uint64_t seed, int64_t step, int64_t N, int64_t H, int64_t W) {
   PhiloxStream rng(seed, RngPurpose::data_synth, static_cast<uint64_t>(step));
-  ToyBatch b{Tensor::empty({N, H, W, 3}), Tensor::zeros({N, H, W}, DType::i32)};
+  ToyBatch b{Tensor::empty({N, H, W, 3}, DType::f32, Device::cpu()), Tensor::zeros({N, H, W}, DType::i32, Device::cpu())};
   float* img = b.images.data<float>();
   int32_t* lab = b.labels.data<int32_t>();
   for (int64_t i = 0; i < b.images.numel(); ++i) img[i] = 0.3f * rng.normal();

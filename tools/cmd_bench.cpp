@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdio>
 #include <map>
+#include <memory>
 #include <optional>
 #include <nlohmann/json.hpp>
 
@@ -13,6 +14,8 @@
 #include "core/fileio.h"
 #include "core/op_observer.h"
 #include "core/profiler.h"
+#include "core/readback.h"
+#include "core/stream.h"
 #include "core/rng.h"
 #include "kernels/cpu/conv2d.h"
 #include "kernels/cpu/cpu_features.h"
@@ -72,6 +75,44 @@ void print_conv_choices(const std::vector<cpu::ConvChoice>& choices, int64_t ste
 double since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
+
+// Times the phases of a step: the host clock on the CPU; CUDA events on the device's stream on a
+// GPU (kernels run asynchronously, so the host clock would measure only the launches). Event pairs
+// are read once, after the measured steps.
+class PhaseTimer {
+ public:
+  explicit PhaseTimer(Device device) : device_(device) {}
+  void start() {
+    if (device_.is_cpu()) {
+      t0_ = std::chrono::steady_clock::now();
+      return;
+    }
+    events_.emplace_back(std::make_unique<Event>(true), std::make_unique<Event>(true));
+    events_.back().first->record(current_stream(device_));
+  }
+  // Returns the host seconds (CPU) or 0 (GPU: see total()).
+  double stop() {
+    if (device_.is_cpu()) return since(t0_);
+    events_.back().second->record(current_stream(device_));
+    return 0;
+  }
+  // The device seconds of the intervals whose index satisfies keep(i) (GPU only).
+  template <class Keep>
+  double total(Keep keep) const {
+    double s = 0;
+    for (size_t i = 0; i < events_.size(); ++i) {
+      if (!keep(i)) continue;
+      events_[i].second->synchronize();
+      s += 1e-3 * events_[i].second->elapsed_ms_since(*events_[i].first);
+    }
+    return s;
+  }
+
+ private:
+  Device device_;
+  std::chrono::steady_clock::time_point t0_;
+  std::vector<std::pair<std::unique_ptr<Event>, std::unique_ptr<Event>>> events_;
+};
 }  // namespace
 
 int cmd_bench(const Args& args) {
@@ -125,24 +166,31 @@ int cmd_bench(const Args& args) {
   reset_global_rng(1);
   auto model = build_segmentation_module(model_config(cfg), true);
   cast_model_for_amp(*model, amp);
+  model->to(device);
   SGD enc(SegmentationModule::param_groups(*model->encoder, 1e-4), 0.01, 0.9, amp.master_weights());
   SGD dec(SegmentationModule::param_groups(*model->decoder, 1e-4), 0.01, 0.9, amp.master_weights());
   LossScaler scaler(amp.scaler);
   const bool stride4 = cfg.MODEL.arch_decoder.rfind("upernet", 0) == 0 || cfg.MODEL.arch_encoder == "hrnetv2";
   const int64_t label_size = (size + (stride4 ? 3 : 7)) / (stride4 ? 4 : 8);
   PhiloxStream rng(2, RngPurpose::test);
-  Tensor images = Tensor::empty({batch, size, size, 3});
+  Tensor images = Tensor::empty({batch, size, size, 3}, DType::f32, Device::cpu());
   for (int64_t i = 0; i < images.numel(); ++i) images.data<float>()[i] = rng.normal();
-  Tensor labels = Tensor::empty({batch, label_size, label_size}, DType::i32);
+  Tensor labels = Tensor::empty({batch, label_size, label_size}, DType::i32, Device::cpu());
   for (int64_t i = 0; i < labels.numel(); ++i) labels.data<int32_t>()[i] = static_cast<int32_t>(rng.below(static_cast<uint32_t>(num_class)));
-  images = images.to(amp_input_dtype(amp));
+  images = images.to(amp_input_dtype(amp)).to(device);
+  labels = labels.to(device);
 
-  std::printf("segtrain bench: %s + %s, %lld parameters, batch %lld x %lldx%lld, %s, %s, %d threads (%s)\n",
+  const std::string where = device.is_cpu() ? str(num_threads(), " threads (", cpu_isa_name(cpu_isa()), ")")
+                                             : probe_cuda().names.at(static_cast<size_t>(device.index)) +
+                                                   ", timed with CUDA events";
+  std::printf("segtrain bench: %s + %s, %lld parameters, batch %lld x %lldx%lld, %s, %s, %s\n",
               cfg.MODEL.arch_encoder.c_str(), cfg.MODEL.arch_decoder.c_str(), static_cast<long long>(model->num_parameters()),
               static_cast<long long>(batch), static_cast<long long>(size), static_cast<long long>(size),
-              amp.name().c_str(), device.str().c_str(), num_threads(), cpu_isa_name(cpu_isa()));
+              amp.name().c_str(), device.str().c_str(), where.c_str());
   Allocator& alloc = allocator_for(device);
   double t_fwd = 0, t_bwd = 0, t_opt = 0;
+  PhaseTimer fwd_timer(device), bwd_timer(device), opt_timer(device);
+  std::vector<bool> measured;  // per step: whether it counts (GPU timings are read at the end)
   uint64_t allocs_after_warmup = 0;
   // Warm-up counts applied steps only: under dynamic loss scaling the first steps on random data
   // usually overflow and are skipped, and a skipped step neither runs the optimizer nor creates its
@@ -159,7 +207,9 @@ int cmd_bench(const Args& args) {
     if (!measuring && applied >= warmup) {
       measuring = true;
       skipped_in_warmup = scaler.skipped_steps();
+      synchronize(device);
       prof::reset();
+      prof::set_device_timing(device);
       prof::set_enabled(true);
       if (verbose) cpu::set_conv_choice_recording(true);
       alloc.reset_peak();
@@ -174,20 +224,27 @@ int cmd_bench(const Args& args) {
       anomaly->begin_step(scaler.scale(), scaler.enabled() && scaler.options().dynamic);
       observing.emplace(*anomaly);
     }
-    auto t0 = std::chrono::steady_clock::now();
+    fwd_timer.start();
     TrainOutput out;
     {
       Autocast ac(amp);
+      prof::Range range("forward");
       out = model->forward_train(images, labels);
     }
-    const double f = since(t0);
-    t0 = std::chrono::steady_clock::now();
-    scaled_backward(out.loss, scaler);
-    const double b = since(t0);
+    const double f = fwd_timer.stop();
+    bwd_timer.start();
+    {
+      prof::Range range("backward");
+      scaled_backward(out.loss, scaler);
+    }
+    const double b = bwd_timer.stop();
     observing.reset();
-    t0 = std::chrono::steady_clock::now();
-    const StepOutcome outcome = unscale_and_step(scaler, {&enc, &dec});
-    const double o = since(t0);
+    opt_timer.start();
+    ReadBack readback(device);
+    readback.add(out.loss);  // the one read-back of a training step, as in train
+    const StepOutcome outcome = unscale_and_step(scaler, {&enc, &dec}, &readback);
+    const double o = opt_timer.stop();
+    measured.push_back(measuring);
     if (measuring) {
       t_fwd += f, t_bwd += b, t_opt += o;
       ++measured_steps;
@@ -201,6 +258,11 @@ int cmd_bench(const Args& args) {
   }
   prof::set_enabled(false);
   cpu::set_conv_choice_recording(false);
+  if (device.is_cuda()) {
+    synchronize(device);
+    auto keep = [&](size_t i) { return static_cast<bool>(measured[i]); };
+    t_fwd = fwd_timer.total(keep), t_bwd = bwd_timer.total(keep), t_opt = opt_timer.total(keep);
+  }
   const double n = static_cast<double>(steps), total = (t_fwd + t_bwd + t_opt) / n;
   std::printf("per step: forward %.1f ms, backward %.1f ms, optimizer %.1f ms, total %.1f ms, %.2f images/s\n",
               1e3 * t_fwd / n, 1e3 * t_bwd / n, 1e3 * t_opt / n, 1e3 * total, static_cast<double>(batch) / total);

@@ -3,6 +3,8 @@
 // writes a prediction PNG per validation image and the training plot, and prints where everything is and the mIoU reached.
 // --smoke does the same on a tiny dataset in about a minute, with the demo's own settings otherwise
 // (the test suite runs it and checks that it learns: tests/tools/demo/test_demo_smoke.cpp).
+// --steps N shortens the training to N steps (the end-to-end test of a device).
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -15,23 +17,26 @@
 #include "tools/console.h"
 #include "tools/evaluate.h"
 #include "tools/model_setup.h"
+#include "tools/run_setup.h"
 #include "tools/trainer.h"
 
 namespace seg::cli {
 
 namespace {
 const char* kUsage =
-    "usage: segtrain demo [--smoke] [--data DIR] [--out DIR] [--threads N]\n"
+    "usage: segtrain demo [--smoke] [--steps N] [--data DIR] [--out DIR] [--threads N] [--device D]\n"
     "\n"
     "The end-to-end demo on generated data:\n"
     "  1. writes the synthetic ADE20K-format dataset to DIR (default data-gen/synth) unless it is there,\n"
-    "  2. trains MobileNetV2dilated + C1_deepsup on it on the CPU (configs/synth-mobilenetv2dilated-c1_deepsup.json),\n"
+    "  2. trains MobileNetV2dilated + C1_deepsup on it (configs/synth-mobilenetv2dilated-c1_deepsup.json),\n"
     "  3. evaluates on its validation split (mIoU, pixel accuracy, per-class IoU),\n"
     "  4. writes image | ground truth | prediction PNGs for the validation images and the training plot,\n"
     "and prints where everything is. --smoke runs a tiny version (about a minute) to check the pipeline.\n"
     "\n"
     "options:\n"
     "  --smoke       tiny dataset and 75 steps\n"
+    "  --steps N     train N steps only (one epoch of N; with --smoke: the CI test of a device)\n"
+    "  --device D    cpu (default) or cuda:N\n"
     "  --data DIR    dataset folder (default data-gen/synth, or data-gen/smoke with --smoke)\n"
     "  --out DIR     run folder (default runs/demo, or runs/demo-smoke)\n"
     "  --threads N   CPU threads (default: all cores)\n"
@@ -51,6 +56,8 @@ int cmd_demo(const Args& args) {
   bool smoke = false;
   std::string data_dir, out_dir;
   int threads = 0;
+  int64_t steps = 0;
+  std::string device;
   for (size_t i = 0; i < args.size(); ++i) {
     auto value = [&]() -> std::string {
       if (i + 1 >= args.size()) throw Error(ErrorKind::usage, args[i] + " needs a value").key(args[i]);
@@ -60,12 +67,23 @@ int cmd_demo(const Args& args) {
     else if (args[i] == "--data") data_dir = value();
     else if (args[i] == "--out") out_dir = value();
     else if (args[i] == "--threads") threads = std::stoi(value());
+    else if (args[i] == "--device") device = value();
+    else if (args[i] == "--steps") {
+      const std::string v = value();
+      char* end = nullptr;
+      steps = std::strtoll(v.c_str(), &end, 10);
+      if (*end || steps < 1) throw Error(ErrorKind::usage, "--steps needs a positive integer, got '" + v + "'").key("--steps");
+    }
     else throw Error(ErrorKind::usage, "segtrain demo: unknown option '" + args[i] + "'").hint("see segtrain demo --help");
   }
   if (threads > 0) set_num_threads(threads);
   if (data_dir.empty()) data_dir = smoke ? "data-gen/smoke" : "data-gen/synth";
   if (out_dir.empty()) out_dir = smoke ? "runs/demo-smoke" : "runs/demo";
   const auto t_start = std::chrono::steady_clock::now();
+  CommonFlags flags;
+  flags.cfg_path = config_path();
+  flags.device = device;
+  const Device dev = resolve_device(flags);  // before generating data: a missing GPU fails at once
 
   // 1. Data.
   data::SynthOptions so;
@@ -86,19 +104,21 @@ int cmd_demo(const Args& args) {
   }
 
   // 2. Train.
-  CommonFlags flags;
-  flags.cfg_path = config_path();
   flags.overrides = {"DIR", out_dir, "DATASET.root_dataset", data_dir, "DATASET.list_train", data_dir + "/training.odgt",
                      "DATASET.list_val", data_dir + "/validation.odgt"};
   if (smoke)
     flags.overrides.insert(flags.overrides.end(), {"TRAIN.num_epoch", "3", "TRAIN.epoch_iters", "25", "TRAIN.disp_iter", "5",
                                                    "DATASET.imgSizes", "(96,)", "DATASET.imgMaxSize", "128",
                                                    "TRAIN.batch_size_per_gpu", "4"});
+  if (steps > 0)
+    flags.overrides.insert(flags.overrides.end(), {"TRAIN.num_epoch", "1", "TRAIN.epoch_iters", std::to_string(steps),
+                                                   "TRAIN.disp_iter", std::to_string(std::max<int64_t>(1, steps / 2))});
   Config cfg = load_run_config(flags);
-  std::printf("[2/4] training %s + %s for %lld steps of %lld images (%s) on the CPU, %d threads ...\n",
+  const std::string where = dev.is_cpu() ? "the CPU, " + std::to_string(num_threads()) + " threads" : dev.str();
+  std::printf("[2/4] training %s + %s for %lld steps of %lld images (%s) on %s ...\n",
               cfg.MODEL.arch_encoder.c_str(), cfg.MODEL.arch_decoder.c_str(),
               static_cast<long long>(cfg.TRAIN.num_epoch * cfg.TRAIN.epoch_iters),
-              static_cast<long long>(cfg.TRAIN.batch_size_per_gpu), config_path().c_str(), num_threads());
+              static_cast<long long>(cfg.TRAIN.batch_size_per_gpu), config_path().c_str(), where.c_str());
   std::fflush(stdout);
   TrainRunOptions topt;
   const TrainSummary ts = run_training(cfg, flags, topt);
@@ -111,7 +131,7 @@ int cmd_demo(const Args& args) {
   // 3. Evaluate the last epoch (upstream's convention: VAL.checkpoint = the final epoch).
   std::printf("[3/4] evaluating on %s ...\n", cfg.DATASET.list_val.c_str());
   const std::string last = "epoch_" + std::to_string(cfg.TRAIN.num_epoch) + ".pth";
-  auto model = load_model_for_inference(cfg, CheckpointChoice{last, "", "", true}, last, true);
+  auto model = load_model_for_inference(cfg, CheckpointChoice{last, "", "", true}, last, true, dev);
   data::DatasetOptions dopt = dataset_options(cfg, flags);
   data::ValDataset val(dopt);
   const ClassTable classes = load_class_table(cfg);

@@ -63,9 +63,9 @@ int cmd_eval(const Args& args) {
   f.overrides.insert(f.overrides.end(), extra.begin(), extra.end());
   if (visualize) f.overrides.insert(f.overrides.end(), {"VAL.visualize", "True"});
   const Config cfg = load_run_config(f);
-  resolve_device(f);
+  const Device device = resolve_device(f);
   if (choice.checkpoint == "best") choice.encoder = cfg.DIR + "/encoder_best.safetensors", choice.decoder = cfg.DIR + "/decoder_best.safetensors";
-  auto model = load_model_for_inference(cfg, choice, cfg.VAL.checkpoint);
+  auto model = load_model_for_inference(cfg, choice, cfg.VAL.checkpoint, false, device);
   data::ValDataset val(dataset_options(cfg, f));
   const ClassTable classes = load_class_table(cfg);
   EvalOptions eo;

@@ -40,8 +40,17 @@ int cmd_info(const Args& args) {
   std::printf("cpu:\n");
   std::printf("  SIMD             %s (detected %s)\n", cpu_isa_name(cpu_isa()), cpu_isa_name(cpu_isa_detected()));
   std::printf("  threads          %d\n", num_threads());
-  const int gpus = cuda_device_count();
-  std::printf("cuda devices:      %d%s\n", gpus, cuda_compiled() ? "" : " (built without CUDA)");
+  const CudaProbe cuda = probe_cuda();
+  if (!cuda.compiled) {
+    std::printf("cuda devices:      0 (built without CUDA)\n");
+  } else {
+    std::printf("cuda devices:      %d%s (runtime %s, driver %s)%s\n", cuda.devices,
+                cuda.simulated ? " simulated (a test build on kernels/sim)" : "",
+                cuda_version_string(cuda.runtime_version).c_str(),
+                cuda.driver_version ? cuda_version_string(cuda.driver_version).c_str() : "none",
+                cuda.error.empty() ? "" : (": " + cuda.error).c_str());
+    for (size_t i = 0; i < cuda.names.size(); ++i) std::printf("  cuda:%zu           %s\n", i, cuda.names[i].c_str());
+  }
   // Built without initialisation (zeros), so the listing costs allocations only.
   std::printf("models (upstream's configs, 150 classes; every encoder and decoder name: docs/models.md):\n");
   std::printf("  %-33s %13s %13s %13s\n", "encoder-decoder", "encoder", "decoder", "total");

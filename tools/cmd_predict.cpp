@@ -83,19 +83,20 @@ int cmd_predict(const Args& args) {
   CommonFlags f = flags;
   if (!scales.empty()) f.overrides.insert(f.overrides.end(), {"DATASET.imgSizes", scales});
   const Config cfg = load_run_config(f);
-  resolve_device(f);
+  const Device device = resolve_device(f);
   const std::vector<std::string> paths = collect_images(imgs);
   if (out.empty()) out = cfg.TEST.result;
   make_dirs(out);
-  auto model = load_model_for_inference(cfg, choice, cfg.TEST.checkpoint);
+  auto model = load_model_for_inference(cfg, choice, cfg.TEST.checkpoint, false, device);
   const ClassTable classes = load_class_table(cfg);
   const AmpConfig amp = amp_config(cfg);
   data::TestDataset dataset(dataset_options(cfg, f), paths);
   data::EvalLoader loader(dataset);
   const int64_t K = static_cast<int64_t>(classes.names.size());
   while (std::optional<data::EvalSample> sample = loader.next()) {
-    const Tensor probs = multiscale_probabilities(*model, *sample, amp);  // [H, W, K]
-    const Tensor pred = ops::argmax_channels(probs);                     // i32 [H, W]
+    const Tensor probs_dev = multiscale_probabilities(*model, *sample, amp);  // [H, W, K] on the device
+    const Tensor pred = ops::argmax_channels(probs_dev).to(Device::cpu());   // i32 [H, W]
+    const Tensor probs = npy ? probs_dev.to(Device::cpu()) : Tensor();
     const int H = static_cast<int>(pred.size(0)), W = static_cast<int>(pred.size(1));
     const int32_t* p = pred.data<int32_t>();
     data::Image labels(W, H, 1), color(W, H, 3);

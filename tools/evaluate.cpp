@@ -22,9 +22,9 @@ Tensor multiscale_probabilities(SegmentationModule& model, const data::EvalSampl
     Tensor probs;
     {
       Autocast ac(amp);
-      probs = model.infer(img.to(amp_input_dtype(amp)), H, W).to(DType::f32);  // [1, H, W, K]
+      probs = model.infer(img.to(model.device()).to(amp_input_dtype(amp)), H, W).to(DType::f32);  // [1, H, W, K]
     }
-    if (!scores.defined()) scores = Tensor::zeros(probs.shape());
+    if (!scores.defined()) scores = probs.new_zeros(probs.shape());
     scores = ops::add(scores, ops::scale(probs, 1.0 / static_cast<double>(sample.img_data.size())));
   }
   return scores.view({H, W, scores.size(-1)});
@@ -104,7 +104,7 @@ EvalResult evaluate(SegmentationModule& model, const data::EvalDataset& dataset,
     if (!sample) break;
     const auto t0 = std::chrono::steady_clock::now();
     const Tensor scores = multiscale_probabilities(model, *sample, opt.amp);
-    const Tensor pred = ops::argmax_channels(scores);  // i32 [H, W]
+    const Tensor pred = ops::argmax_channels(scores).to(Device::cpu());  // i32 [H, W]: one read-back per image
     r.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     const Tensor label = sample->seg_label.view({pred.size(0), pred.size(1)});
     accumulate(r, pred, label, num_class);

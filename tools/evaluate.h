@@ -33,7 +33,8 @@ struct EvalResult {
   double seconds = 0;          // inference time (data loading excluded)
 };
 
-// The multi-scale averaged probabilities [H, W, K] for one sample (upstream eval.py's `scores`).
+// The multi-scale averaged probabilities [H, W, K] for one sample (upstream eval.py's `scores`), on the
+// model's device (the images are copied there).
 Tensor multiscale_probabilities(SegmentationModule& model, const data::EvalSample& sample, const AmpConfig& amp);
 
 // Adds one prediction (i32 [H, W]) against its label (i32 [H, W], -1 = unlabeled) to the result.

@@ -11,7 +11,8 @@
 namespace seg::cli {
 
 std::shared_ptr<SegmentationModule> load_model_for_inference(const Config& cfg, const CheckpointChoice& choice,
-                                                             const std::string& fallback_checkpoint, bool quiet) {
+                                                             const std::string& fallback_checkpoint, bool quiet,
+                                                             Device device) {
   auto model = build_segmentation_module(model_config(cfg), false);
   CheckpointPaths paths = checkpoint_paths(cfg.DIR, choice.checkpoint.empty() ? fallback_checkpoint : choice.checkpoint);
   if (!choice.encoder.empty()) paths.encoder = choice.encoder;
@@ -27,6 +28,7 @@ std::shared_ptr<SegmentationModule> load_model_for_inference(const Config& cfg, 
     std::printf("decoder %s: %s\n", paths.decoder.c_str(), r.decoder.summary().c_str());
   }
   cast_model_for_amp(*model, amp_config(cfg));
+  model->to(device);
   model->eval();
   return model;
 }

@@ -21,8 +21,10 @@ struct CheckpointChoice {
 // Builds the model of cfg.MODEL, loads DIR/encoder_<ckpt>, DIR/decoder_<ckpt> (ckpt = `fallback`
 // config value unless the choice names one), prepares it for the AMP level and puts it in eval mode.
 // Prints what was loaded unless quiet.
+// The model is built and loaded on the CPU, cast for AMP, then moved to `device`.
 std::shared_ptr<SegmentationModule> load_model_for_inference(const Config& cfg, const CheckpointChoice& choice,
-                                                             const std::string& fallback_checkpoint, bool quiet = false);
+                                                             const std::string& fallback_checkpoint, bool quiet = false,
+                                                             Device device = Device::cpu());
 
 // The width of an encoder's last feature map (MODEL.fc_dim in upstream's configs): 320 for
 // MobileNetV2, 512 for ResNet18, 720 for HRNetV2-W48, 2048 for ResNet50/101.

@@ -104,17 +104,7 @@ Device resolve_device(const CommonFlags& flags) {
   } else if (!flags.device.empty()) {
     dev = Device::parse(flags.device);
   }
-  if (dev.is_cuda()) {
-    if (!cuda_compiled())
-      throw Error(ErrorKind::device, "GPU " + dev.str() + " requested, but this segtrain was built without CUDA")
-          .hint("rebuild with SEG_CUDA=ON tools/build.sh on a machine with a GPU, or use --device cpu");
-    const int count = cuda_device_count();
-    if (dev.index >= count)
-      throw Error(ErrorKind::device, "GPU " + dev.str() + " requested, but " + std::to_string(count) + " CUDA device(s) found")
-          .hint("check nvidia-smi and CUDA_VISIBLE_DEVICES, or use --device cpu");
-    throw Error(ErrorKind::device, "the CUDA backend's kernels are not implemented yet; " + dev.str() + " cannot train")
-        .hint("use --device cpu (the complete reference backend)");
-  }
+  require_device(dev);
   return dev;
 }
 

@@ -15,6 +15,8 @@
 #include "core/loss_scaler.h"
 #include "core/op_observer.h"
 #include "core/optim.h"
+#include "core/profiler.h"
+#include "core/readback.h"
 #include "core/rng.h"
 #include "core/safetensors.h"
 #include "data/train_dataset.h"
@@ -27,6 +29,7 @@
 #include "layers/autocast.h"
 #include "models/checkpoint.h"
 #include "tools/console.h"
+#include "tools/device_batches.h"
 #include "tools/history.h"
 
 namespace seg::cli {
@@ -112,7 +115,10 @@ int64_t load_train_state(const std::string& path, SegmentationModule& model, Opt
     auto& states = sgd->state();
     for (size_t i = 0; i < states.size(); ++i) {
       const std::string prefix = std::string("optimizer.") + name + "." + std::to_string(i);
-      if (const Tensor* m = f.find(prefix + ".momentum")) states[i].momentum = m->clone();
+      if (const Tensor* m = f.find(prefix + ".momentum")) {
+        states[i].momentum = Tensor::empty(m->shape(), m->dtype(), sgd->device());
+        states[i].momentum.copy_(*m);
+      }
       if (const Tensor* m = f.find(prefix + ".master")) {
         if (!states[i].master.defined()) throw Error(ErrorKind::data, "train state has master weights the run does not use").file(path);
         states[i].master.copy_(*m);
@@ -142,7 +148,8 @@ int64_t load_train_state(const std::string& path, SegmentationModule& model, Opt
 // Replaces every BatchNorm's running statistics by their average over `iters` training batches
 // (forward only, train mode, cumulative average: momentum 1/(k+1) for the k-th batch). Upstream's
 // momentum 0.001 barely moves the statistics in a short run from scratch; this fixes eval mode.
-void recalibrate_bn(SegmentationModule& model, const data::TrainDataset& dataset, int64_t iters, const AmpConfig& amp) {
+void recalibrate_bn(SegmentationModule& model, const data::TrainDataset& dataset, int64_t iters, const AmpConfig& amp,
+                    Device device) {
   auto bns = model.batch_norms();
   std::vector<double> saved;
   for (BatchNorm2d* bn : bns) {
@@ -157,7 +164,8 @@ void recalibrate_bn(SegmentationModule& model, const data::TrainDataset& dataset
     for (BatchNorm2d* bn : bns) bn->momentum = 1.0 / static_cast<double>(k + 1);
     const data::TrainBatch batch = loader.next();
     Autocast ac(amp);
-    model.forward_train(batch.sub_batches[0].images.to(amp_input_dtype(amp)), batch.sub_batches[0].labels);
+    model.forward_train(batch.sub_batches[0].images.to(device).to(amp_input_dtype(amp)),
+                        batch.sub_batches[0].labels.to(device));
   }
   for (size_t i = 0; i < bns.size(); ++i) bns[i]->momentum = saved[i];
 }
@@ -179,7 +187,7 @@ std::string amp_stats_table(const SegmentationModule& model, Optimizers& opt, do
         const auto& st = sgd->state()[i++];
         Tensor g = st.master_grad.defined() ? st.master_grad : p.grad();
         if (!g.defined()) continue;
-        g = g.to(DType::f32).contiguous();
+        g = g.to(DType::f32).to(Device::cpu()).contiguous();  // a teaching tool: read back per parameter
         const cpu::Fp16Range unscaled = cpu::fp16_range(g.data<float>(), g.numel(), 1.0);
         const cpu::Fp16Range scaled = cpu::fp16_range(g.data<float>(), g.numel(), scale);
         auto pct = [&](int64_t n) { return 100.0 * static_cast<double>(n) / static_cast<double>(std::max<int64_t>(1, g.numel())); };
@@ -233,6 +241,7 @@ TrainSummary run_training(const Config& cfg, const CommonFlags& flags, const Tra
     say("loaded " + paths.encoder + " and " + paths.decoder + " (TRAIN.start_epoch " + std::to_string(cfg.TRAIN.start_epoch) + ")");
   }
   cast_model_for_amp(*model, amp);
+  model->to(device);  // parameters and buffers; the optimizers below keep their state there too
   Optimizers opt_pair{SGD(SegmentationModule::param_groups(*model->encoder, cfg.TRAIN.weight_decay), cfg.TRAIN.lr_encoder,
                           cfg.TRAIN.beta1, amp.master_weights()),
                       SGD(SegmentationModule::param_groups(*model->decoder, cfg.TRAIN.weight_decay), cfg.TRAIN.lr_decoder,
@@ -249,6 +258,7 @@ TrainSummary run_training(const Config& cfg, const CommonFlags& flags, const Tra
   data::DatasetOptions dopt = dataset_options(cfg, flags);
   data::TrainDataset dataset(dopt);
   data::TrainLoader loader(dataset, start_step * cfg.TRAIN.accum_steps);
+  DeviceBatches batches(loader, device, amp_input_dtype(amp));
 
   nlohmann::json derived = {{"max_iters", max_steps},
                             {"batch_size", cfg.TRAIN.batch_size_per_gpu},
@@ -295,6 +305,10 @@ TrainSummary run_training(const Config& cfg, const CommonFlags& flags, const Tra
     const auto t0 = std::chrono::steady_clock::now();
     double step_loss = 0, step_acc = 0, wait = 0;
     int64_t images = 0;
+    // Everything the host needs from this step (losses, accuracy counts, the found-inf flag) comes
+    // back in one copy, in unscale_and_step (core/readback.h).
+    ReadBack readback(device);
+    std::vector<std::pair<size_t, size_t>> slots;  // (loss, stats) per micro-batch
     std::optional<ScopedOpObserver> observing, ranging;
     if (anomaly) {
       anomaly->begin_step(scaler.scale(), scaler.enabled() && scaler.options().dynamic);
@@ -304,22 +318,30 @@ TrainSummary run_training(const Config& cfg, const CommonFlags& flags, const Tra
     ActivationRanges ranges;
     if (amp_stats_now) ranging.emplace(ranges);
     for (int64_t a = 0; a < cfg.TRAIN.accum_steps; ++a) {
-      const data::TrainBatch batch = loader.next();
+      const DeviceBatch batch = batches.next();
       wait += batch.wait_seconds;
-      const data::TrainSubBatch& sb = batch.sub_batches[0];
-      images += sb.batch_size();
+      images += batch.images_count;
       TrainOutput out;
       {
         Autocast ac(amp);
-        out = model->forward_train(sb.images.to(amp_input_dtype(amp)), sb.labels);
+        prof::Range range("forward");
+        out = model->forward_train(batch.images, batch.labels);
       }
-      scaled_backward(out.loss, scaler, static_cast<int>(cfg.TRAIN.accum_steps));
-      step_loss += out.loss.item() / static_cast<double>(cfg.TRAIN.accum_steps);
-      step_acc += out.acc.acc / static_cast<double>(cfg.TRAIN.accum_steps);
+      {
+        prof::Range range("backward");
+        scaled_backward(out.loss, scaler, static_cast<int>(cfg.TRAIN.accum_steps));
+      }
+      slots.emplace_back(readback.add(out.loss), readback.add(out.stats));
     }
-    observing.reset();
+    observing.reset();  // the observers watch forward and backward, not the optimizer
     ranging.reset();
-    const StepOutcome outcome = unscale_and_step(scaler, opt_pair.all());
+    const StepOutcome outcome = unscale_and_step(scaler, opt_pair.all(), &readback);
+    for (const auto& [loss_slot, stats_slot] : slots) {
+      TrainOutput read;
+      read_train_stats(read, readback.host(stats_slot), cfg.DATASET.num_class);
+      step_loss += readback.item(loss_slot) / static_cast<double>(cfg.TRAIN.accum_steps);
+      step_acc += read.acc.acc / static_cast<double>(cfg.TRAIN.accum_steps);
+    }
     if (!outcome.stepped) {
       ++summary.skipped_steps;
       progress.line(outcome.message);
@@ -378,7 +400,7 @@ TrainSummary run_training(const Config& cfg, const CommonFlags& flags, const Tra
       save_segmentation_checkpoint(*model, checkpoint_paths(cfg.DIR, epoch));
       save_all_state(step + 1);
       if (cfg.TRAIN.eval_every > 0 && epoch % cfg.TRAIN.eval_every == 0) {
-        if (cfg.TRAIN.bn_recalibrate_iters > 0) recalibrate_bn(*model, dataset, cfg.TRAIN.bn_recalibrate_iters, amp);
+        if (cfg.TRAIN.bn_recalibrate_iters > 0) recalibrate_bn(*model, dataset, cfg.TRAIN.bn_recalibrate_iters, amp, device);
         data::ValDataset val(dopt);
         EvalOptions eo;
         eo.amp = amp;

@@ -26,8 +26,8 @@ TEST_CASE("a repeated step reuses cached blocks: no new system allocations after
   auto step = [] {
     // Shapes that change every call within a fixed set, like upstream's batches.
     for (int64_t h : {17, 31, 64}) {
-      Tensor a = Tensor::empty({2, h, 40, 8});
-      Tensor b = Tensor::empty({2, h, 40, 16}, DType::f16);
+      Tensor a = Tensor::empty({2, h, 40, 8}, DType::f32, Device::cpu());
+      Tensor b = Tensor::empty({2, h, 40, 16}, DType::f16, Device::cpu());
       Tensor c = a.clone();
       (void)b;
       (void)c;
@@ -47,8 +47,8 @@ TEST_CASE("peak memory tracks the largest live set") {
   alloc.reset_peak();
   const size_t base = alloc.stats().in_use_bytes;
   {
-    Tensor a = Tensor::empty({1 << 20});  // 4 MiB
-    Tensor b = Tensor::empty({1 << 19});  // 2 MiB
+    Tensor a = Tensor::empty({1 << 20}, DType::f32, Device::cpu());  // 4 MiB
+    Tensor b = Tensor::empty({1 << 19}, DType::f32, Device::cpu());  // 2 MiB
     CHECK(alloc.stats().in_use_bytes == base + (6u << 20));
   }
   CHECK(alloc.stats().in_use_bytes == base);
@@ -71,5 +71,5 @@ TEST_CASE("pinned host memory: available exactly in CUDA builds with a device, e
       CHECK(e.kind() == ErrorKind::device);
     }
   }
-  CHECK_FALSE(is_pinned_host_pointer(Tensor::empty({4, 5}).data_ptr()));
+  CHECK_FALSE(is_pinned_host_pointer(Tensor::empty({4, 5}, DType::f32, Device::cpu()).data_ptr()));
 }

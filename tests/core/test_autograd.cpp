@@ -16,17 +16,17 @@ using namespace seg;
 namespace {
 
 Tensor scalar(double v, bool requires_grad = false) {
-  Tensor t = Tensor::full(Shape{}, v, DType::f64);
+  Tensor t = Tensor::full(Shape{}, v, DType::f64, Device::cpu());
   if (requires_grad) t.set_requires_grad(true);
   return t;
 }
 
 // y = a * b elementwise (f64), with a correct backward, or a wrong one (db = dy * a) on demand.
 Tensor test_mul(const Tensor& a, const Tensor& b, bool wrong_backward = false) {
-  Tensor y = Tensor::empty(a.shape(), DType::f64);
+  Tensor y = Tensor::empty(a.shape(), DType::f64, Device::cpu());
   for (int64_t i = 0; i < a.numel(); ++i) y.data<double>()[i] = a.data<double>()[i] * b.data<double>()[i];
   record("test_mul", {a, b}, {y}, [a = a.detach(), b = b.detach(), wrong_backward](const std::vector<Tensor>& g) {
-    Tensor da = Tensor::empty(a.shape(), DType::f64), db = Tensor::empty(a.shape(), DType::f64);
+    Tensor da = Tensor::empty(a.shape(), DType::f64, Device::cpu()), db = Tensor::empty(a.shape(), DType::f64, Device::cpu());
     for (int64_t i = 0; i < a.numel(); ++i) {
       const double dy = g[0].data<double>()[i];
       da.data<double>()[i] = dy * b.data<double>()[i];
@@ -39,17 +39,17 @@ Tensor test_mul(const Tensor& a, const Tensor& b, bool wrong_backward = false) {
 }
 
 Tensor test_add(const Tensor& a, const Tensor& b) {
-  Tensor y = Tensor::empty(a.shape(), DType::f64);
+  Tensor y = Tensor::empty(a.shape(), DType::f64, Device::cpu());
   for (int64_t i = 0; i < a.numel(); ++i) y.data<double>()[i] = a.data<double>()[i] + b.data<double>()[i];
   record("test_add", {a, b}, {y}, [](const std::vector<Tensor>& g) { return std::vector<Tensor>{g[0], g[0]}; });
   return y;
 }
 
 Tensor test_sin(const Tensor& a) {
-  Tensor y = Tensor::empty(a.shape(), DType::f64);
+  Tensor y = Tensor::empty(a.shape(), DType::f64, Device::cpu());
   for (int64_t i = 0; i < a.numel(); ++i) y.data<double>()[i] = std::sin(a.data<double>()[i]);
   record("test_sin", {a}, {y}, [a = a.detach()](const std::vector<Tensor>& g) {
-    Tensor da = Tensor::empty(a.shape(), DType::f64);
+    Tensor da = Tensor::empty(a.shape(), DType::f64, Device::cpu());
     for (int64_t i = 0; i < a.numel(); ++i)
       da.data<double>()[i] = g[0].data<double>()[i] * std::cos(a.data<double>()[i]);
     return std::vector<Tensor>{da};
@@ -137,7 +137,7 @@ TEST_CASE("nodes run newest first: a deterministic topological order") {
   Tensor x = scalar(1.0, true);
   std::vector<std::string> order;
   auto traced = [&](const char* name, const Tensor& in) {
-    Tensor y = Tensor::full(Shape{}, in.item(), DType::f64);
+    Tensor y = Tensor::full(Shape{}, in.item(), DType::f64, Device::cpu());
     record(name, {in}, {y}, [&order, name](const std::vector<Tensor>& g) {
       order.push_back(name);
       return std::vector<Tensor>{g[0]};
@@ -153,7 +153,7 @@ TEST_CASE("nodes run newest first: a deterministic topological order") {
 
 TEST_CASE("the gradient checker passes a correct backward and catches a wrong one") {
   PhiloxStream rng(3, RngPurpose::test);
-  Tensor a = Tensor::empty({2, 3}, DType::f64), b = Tensor::empty({2, 3}, DType::f64);
+  Tensor a = Tensor::empty({2, 3}, DType::f64, Device::cpu()), b = Tensor::empty({2, 3}, DType::f64, Device::cpu());
   for (int64_t i = 0; i < 6; ++i) {
     a.data<double>()[i] = rng.normal();
     b.data<double>()[i] = rng.normal();

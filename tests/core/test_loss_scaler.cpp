@@ -93,7 +93,7 @@ TEST_CASE("amp config: levels, dtypes, defaults and the policy table") {
 }
 
 TEST_CASE("an overflowing step changes no parameter and halves the scale; a clean one steps") {
-  Tensor w = Tensor::full({4}, 1.0);
+  Tensor w = Tensor::full({4}, 1.0, DType::f32, Device::cpu());
   w.set_requires_grad(true);
   SGD sgd({ParamGroup{"all", {w}, 0.0}}, 0.1, 0.9);
   LossScalerOptions o;
@@ -106,26 +106,26 @@ TEST_CASE("an overflowing step changes no parameter and halves the scale; a clea
   CHECK(r.scale_used == 65536.0);
   CHECK(scaler.scale() == 32768.0);
   CHECK(r.message == "Gradient overflow. Skipping step, loss scale reduced to 32768");
-  SEG_CHECK_CLOSE(w, Tensor::full({4}, 1.0), seg::test::Tolerance{});  // untouched
+  SEG_CHECK_CLOSE(w, Tensor::full({4}, 1.0, DType::f32, Device::cpu()), seg::test::Tolerance{});  // untouched
   CHECK_FALSE(sgd.state()[0].momentum.defined());  // no momentum update either
   // A clean, scaled gradient: the update uses the unscaled value.
-  w.set_grad(Tensor::full({4}, 2.0 * scaler.scale()));
+  w.set_grad(Tensor::full({4}, 2.0 * scaler.scale(), DType::f32, Device::cpu()));
   r = unscale_and_step(scaler, {&sgd});
   CHECK(r.stepped);
-  SEG_CHECK_CLOSE(w, Tensor::full({4}, 1.0 - 0.1 * 2.0), seg::test::Tolerance{0, 1e-7});  // f32 arithmetic
+  SEG_CHECK_CLOSE(w, Tensor::full({4}, 1.0 - 0.1 * 2.0, DType::f32, Device::cpu()), seg::test::Tolerance{0, 1e-7});  // f32 arithmetic
 }
 
 TEST_CASE("master weights keep updates that half precision would lose") {
   // w = 1 in f16 has a spacing of 2^-10; an update of 1e-4 per step is lost in pure half but
   // accumulates in the fp32 master copy and reaches the half weight after enough steps.
-  Tensor pure = Tensor::full({1}, 1.0, DType::f16), mastered = Tensor::full({1}, 1.0, DType::f16);
+  Tensor pure = Tensor::full({1}, 1.0, DType::f16, Device::cpu()), mastered = Tensor::full({1}, 1.0, DType::f16, Device::cpu());
   pure.set_requires_grad(true);
   mastered.set_requires_grad(true);
   SGD sgd_pure({ParamGroup{"p", {pure}, 0.0}}, 1e-4, 0.0, false);
   SGD sgd_master({ParamGroup{"m", {mastered}, 0.0}}, 1e-4, 0.0, true);
   for (int i = 0; i < 100; ++i) {
-    pure.set_grad(Tensor::full({1}, 1.0, DType::f16));
-    mastered.set_grad(Tensor::full({1}, 1.0, DType::f16));
+    pure.set_grad(Tensor::full({1}, 1.0, DType::f16, Device::cpu()));
+    mastered.set_grad(Tensor::full({1}, 1.0, DType::f16, Device::cpu()));
     sgd_pure.step();
     sgd_master.step();
   }

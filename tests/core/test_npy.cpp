@@ -14,7 +14,7 @@ TEST_CASE(".npy round trip for every supported dtype and rank") {
   const std::string path = seg::test::scratch_path("roundtrip.npy");
   for (DType dt : {DType::f32, DType::f64, DType::f16, DType::i32, DType::i64, DType::u8}) {
     for (const Shape& shape : {Shape{}, Shape{5}, Shape{2, 3}, Shape{1, 2, 3, 4}}) {
-      Tensor t = Tensor::empty(shape, DType::f64);
+      Tensor t = Tensor::empty(shape, DType::f64, Device::cpu());
       for (int64_t i = 0; i < t.numel(); ++i) t.data<double>()[i] = static_cast<double>(i % 7) - 1.0 * (dt != DType::u8);
       const Tensor typed = t.to(dt);
       write_npy(path, typed);
@@ -40,7 +40,7 @@ TEST_CASE("bad .npy files are data errors naming the file") {
     CHECK(e.kind() == ErrorKind::data);
     CHECK(e.context("file") == path);
   }
-  write_npy(path, Tensor::zeros({4}));
+  write_npy(path, Tensor::zeros({4}, DType::f32, Device::cpu()));
   // Truncate the data part.
   std::vector<char> bytes = read_file(path);
   write_file_atomic(path, bytes.data(), bytes.size() - 3);

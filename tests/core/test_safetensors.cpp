@@ -14,7 +14,7 @@ using namespace seg;
 namespace {
 
 Tensor ramp(const Shape& shape, DType dt) {
-  Tensor t = Tensor::empty(shape, DType::f64);
+  Tensor t = Tensor::empty(shape, DType::f64, Device::cpu());
   for (int64_t i = 0; i < t.numel(); ++i) t.data<double>()[i] = static_cast<double>(i % 11) - (dt == DType::u8 ? 0 : 5);
   return t.to(dt);
 }
@@ -90,13 +90,13 @@ TEST_CASE("safetensors byte layout: little-endian length, JSON header, data 8-by
 }
 
 TEST_CASE("safetensors writer rejects duplicate and empty names") {
-  const Tensor t = Tensor::zeros({1});
+  const Tensor t = Tensor::zeros({1}, DType::f32, Device::cpu());
   CHECK_THROWS_AS(serialize_safetensors({{"a", t}, {"a", t}}), Error);
   CHECK_THROWS_AS(serialize_safetensors({{"", t}}), Error);
 }
 
 TEST_CASE("damaged safetensors files are data errors naming the file, never crashes") {
-  const std::vector<char> good = serialize_safetensors({{"a", Tensor::zeros({3})}, {"b", Tensor::zeros({2, 2}, DType::i64)}});
+  const std::vector<char> good = serialize_safetensors({{"a", Tensor::zeros({3}, DType::f32, Device::cpu())}, {"b", Tensor::zeros({2, 2}, DType::i64, Device::cpu())}});
   // Every truncation point: a clear error each time.
   for (size_t len = 0; len < good.size(); ++len) {
     CAPTURE(len);

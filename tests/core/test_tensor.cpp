@@ -16,7 +16,7 @@ Tensor iota(const Shape& shape) {
 }  // namespace
 
 TEST_CASE("factories give contiguous row-major tensors") {
-  Tensor t = Tensor::zeros({2, 3, 4, 5});
+  Tensor t = Tensor::zeros({2, 3, 4, 5}, DType::f32, Device::cpu());
   CHECK(t.dim() == 4);
   CHECK(t.numel() == 120);
   CHECK(t.strides() == Shape{60, 20, 5, 1});
@@ -24,9 +24,9 @@ TEST_CASE("factories give contiguous row-major tensors") {
   CHECK(t.dtype() == DType::f32);
   CHECK(t.device() == Device::cpu());
   for (float v : t.to_vector<float>()) CHECK(v == 0.0f);
-  Tensor f = Tensor::full({3}, 2.5, DType::f64);
+  Tensor f = Tensor::full({3}, 2.5, DType::f64, Device::cpu());
   CHECK(f.to_vector<double>() == std::vector<double>{2.5, 2.5, 2.5});
-  CHECK(Tensor::full({2}, -1, DType::i32).to_vector<int32_t>() == std::vector<int32_t>{-1, -1});
+  CHECK(Tensor::full({2}, -1, DType::i32, Device::cpu()).to_vector<int32_t>() == std::vector<int32_t>{-1, -1});
   CHECK(t.str() == "f32[2, 3, 4, 5] cpu");
   CHECK(reinterpret_cast<uintptr_t>(t.data_ptr()) % 64 == 0);
 }
@@ -54,7 +54,7 @@ TEST_CASE("channel slices are zero-copy views with W stride > C") {
 
 TEST_CASE("copy_ between views of different dtypes") {
   Tensor x = iota({2, 3, 4});
-  Tensor y = Tensor::zeros({2, 3, 8}, DType::f16);
+  Tensor y = Tensor::zeros({2, 3, 8}, DType::f16, Device::cpu());
   y.channels(4, 8).copy_(x);
   const Tensor back = y.to(DType::f32);
   const auto v = back.to_vector<float>();
@@ -108,7 +108,7 @@ TEST_CASE("permute is a strided view; contiguous() materialises it (NHWC -> NCHW
 }
 
 TEST_CASE("data<T>() refuses the wrong type, naming both dtypes") {
-  Tensor x = Tensor::zeros({2}, DType::f16);
+  Tensor x = Tensor::zeros({2}, DType::f16, Device::cpu());
   CHECK_NOTHROW(x.data<f16>());
   try {
     x.data<float>();
@@ -120,20 +120,20 @@ TEST_CASE("data<T>() refuses the wrong type, naming both dtypes") {
 }
 
 TEST_CASE("item, clone and empty tensors") {
-  Tensor s = Tensor::full({1}, 3.0, DType::bf16);
+  Tensor s = Tensor::full({1}, 3.0, DType::bf16, Device::cpu());
   CHECK(s.item() == 3.0);
   Tensor a = Tensor::from_vector<int32_t>({3}, {1, 2, 3});
   Tensor b = a.clone();
   b.fill_(7);
   CHECK(a.to_vector<int32_t>() == std::vector<int32_t>{1, 2, 3});
-  Tensor e = Tensor::zeros({0, 4});
+  Tensor e = Tensor::zeros({0, 4}, DType::f32, Device::cpu());
   CHECK(e.numel() == 0);
   CHECK(e.clone().numel() == 0);
 }
 
 TEST_CASE("CUDA tensors without a GPU are a device error (exit code 4), never a silent CPU fallback") {
   if (cuda_device_count() > 0) return;  // covered by the gpu suite on GPU machines
-  Tensor x = Tensor::zeros({2});
+  Tensor x = Tensor::zeros({2}, DType::f32, Device::cpu());
   try {
     x.to(Device::cuda(0));
     FAIL("expected a device error");

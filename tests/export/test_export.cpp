@@ -97,7 +97,7 @@ Tensor f64_probabilities(const std::string& cfg_name, const std::string& png) {
   for (const NamedTensor& b : model->named_buffers())
     if (is_floating(b.tensor->dtype())) *b.tensor = b.tensor->to(DType::f64);
   const data::Image img = data::load_image_rgb(png);
-  Tensor x = Tensor::empty({1, img.height, img.width, 3}, DType::f32);
+  Tensor x = Tensor::empty({1, img.height, img.width, 3}, DType::f32, Device::cpu());
   data::imagenet_normalizer().apply(img, x.data<float>(), 3 * img.width);
   const Tensor p = model->infer(x.to(DType::f64), img.height, img.width);  // [1, H, W, K]
   return p.permute({0, 3, 1, 2}).contiguous();

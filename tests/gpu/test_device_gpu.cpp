@@ -38,7 +38,7 @@ TEST_CASE("pinned host tensors: page-locked, cached, and copied to the GPU and b
   REQUIRE(pinned_host_memory_available());
   Tensor p = Tensor::empty_pinned({3, 7}, DType::f32);
   CHECK(is_pinned_host_pointer(p.data_ptr()));
-  CHECK_FALSE(is_pinned_host_pointer(Tensor::empty({3, 7}).data_ptr()));
+  CHECK_FALSE(is_pinned_host_pointer(Tensor::empty({3, 7}, DType::f32, Device::cpu()).data_ptr()));
   for (int i = 0; i < 21; ++i) p.data<float>()[i] = 0.25f * i - 2.0f;
   const Tensor back = p.to(Device::cuda(0)).to(Device::cpu());
   CHECK(std::memcmp(back.data_ptr(), p.data_ptr(), p.nbytes()) == 0);

@@ -30,7 +30,7 @@ TEST_CASE("O1: conv runs in half, the loss in fp32, parameter gradients stay fp3
   SmallNet net;
   const AmpConfig cfg = make_amp_config("O1");
   const Tensor x = randn({2, 6, 6, 3}, DType::f32, 1);
-  Tensor labels = Tensor::zeros({2, 6, 6}, DType::i32);
+  Tensor labels = Tensor::zeros({2, 6, 6}, DType::i32, Device::cpu());
   Tensor logits, loss;
   {
     Autocast ac(cfg);

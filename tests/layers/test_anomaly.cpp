@@ -39,8 +39,8 @@ std::string error_of(const std::function<void()>& fn) {
 
 TEST_CASE("anomaly: an f16 conv whose output overflows 65504 is named, forward, with its ranges") {
   Net net;
-  net.block->conv->weight = Tensor::full({3, 3, 3, 2}, 100.0, DType::f16);  // 18 taps x 100 x 100 = 1.8e5
-  const Tensor x = Tensor::full({1, 4, 4, 2}, 100.0, DType::f16);
+  net.block->conv->weight = Tensor::full({3, 3, 3, 2}, 100.0, DType::f16, Device::cpu());  // 18 taps x 100 x 100 = 1.8e5
+  const Tensor x = Tensor::full({1, 4, 4, 2}, 100.0, DType::f16, Device::cpu());
   AnomalyDetector det(net);
   det.begin_step(1.0, false);
   const std::string report = error_of([&] {
@@ -55,7 +55,7 @@ TEST_CASE("anomaly: an f16 conv whose output overflows 65504 is named, forward, 
   CHECK(report.find("max 100") != std::string::npos);           // the inputs' range
   CHECK(report.find("inf 48") != std::string::npos);  // every output value: even a corner has 8 taps x 1e4 > 65504
   // The same conv with sane weights: nothing.
-  net.block->conv->weight = Tensor::full({3, 3, 3, 2}, 0.01, DType::f16);
+  net.block->conv->weight = Tensor::full({3, 3, 3, 2}, 0.01, DType::f16, Device::cpu());
   CHECK(error_of([&] {
           ScopedOpObserver observe(det);
           net.block->conv->forward(x);
@@ -69,7 +69,7 @@ TEST_CASE("anomaly: an f32 activation that overflows at the next op's f16 storag
   Net net;
   AmpConfig amp;
   amp.level = AmpLevel::O1;
-  const Tensor x = Tensor::full({1, 4, 4, 2}, 1e5, DType::f32);  // finite in f32, inf in f16
+  const Tensor x = Tensor::full({1, 4, 4, 2}, 1e5, DType::f32, Device::cpu());  // finite in f32, inf in f16
   AnomalyDetector det(net);
   det.begin_step(1.0, false);
   const std::string report = error_of([&] {
@@ -85,7 +85,7 @@ TEST_CASE("anomaly: an f32 activation that overflows at the next op's f16 storag
   CHECK(report.find("max 1e+05") != std::string::npos);
   CHECK(report.find("inf 32") != std::string::npos);  // every element of [1,4,4,2]
   // Values within f16's range: nothing.
-  const Tensor small = Tensor::full({1, 4, 4, 2}, 100.0, DType::f32);
+  const Tensor small = Tensor::full({1, 4, 4, 2}, 100.0, DType::f32, Device::cpu());
   CHECK(error_of([&] {
           ScopedOpObserver observe(det);
           Autocast autocast(amp);
@@ -112,16 +112,16 @@ TEST_CASE("anomaly: a loss that is infinite from finite logits (log of a zero pr
 
 TEST_CASE("anomaly: a backward overflow is recorded under dynamic scaling and stops without it") {
   Net net;
-  Tensor w = Tensor::full({4}, 1.0, DType::f16);
+  Tensor w = Tensor::full({4}, 1.0, DType::f16, Device::cpu());
   w.set_requires_grad(true);
-  const Tensor x = Tensor::full({4}, 1000.0, DType::f16);
+  const Tensor x = Tensor::full({4}, 1000.0, DType::f16, Device::cpu());
   auto step = [&](bool dynamic) {
     AnomalyDetector det(net);
     det.begin_step(65536.0, dynamic);
     {
       ScopedOpObserver observe(det);
       const Tensor y = ops::mul(x, w);           // forward: 1000, fine in f16
-      y.backward(Tensor::full({4}, 65536.0, DType::f16));  // dw = 65536 * 1000 overflows f16
+      y.backward(Tensor::full({4}, 65536.0, DType::f16, Device::cpu()));  // dw = 65536 * 1000 overflows f16
     }
     return det.backward_anomaly();
   };
@@ -138,13 +138,13 @@ TEST_CASE("anomaly: a backward overflow is recorded under dynamic scaling and st
 
 TEST_CASE("anomaly: a clean forward and backward report nothing") {
   Net net;
-  net.block->conv->weight = Tensor::full({3, 3, 3, 2}, 0.05);
+  net.block->conv->weight = Tensor::full({3, 3, 3, 2}, 0.05, DType::f32, Device::cpu());
   net.block->conv->weight.set_requires_grad(true);
   AnomalyDetector det(net);
   det.begin_step(1.0, false);
   {
     ScopedOpObserver observe(det);
-    const Tensor y = ops::relu(net.block->conv->forward(Tensor::full({1, 4, 4, 2}, 0.5)));
+    const Tensor y = ops::relu(net.block->conv->forward(Tensor::full({1, 4, 4, 2}, 0.5, DType::f32, Device::cpu())));
     ops::sum(y).backward();
   }
   CHECK_FALSE(det.backward_anomaly().has_value());

@@ -20,7 +20,7 @@ TEST_CASE("batch_norm train: output against the reference, running statistics wi
   ops::BatchNormOptions opt;
   opt.momentum = 0.25;
   const Tensor y = ops::batch_norm(x, gamma, beta, rm, rv, opt);
-  Tensor y_ref = Tensor::empty(x.shape(), DType::f64);
+  Tensor y_ref = Tensor::empty(x.shape(), DType::f64, Device::cpu());
   std::vector<double> mean(C), var(C);
   cpu::bn_forward_ref<double, double>(x.data<double>(), P, C, gamma.data<double>(), beta.data<double>(), nullptr,
                                       nullptr, true, 1e-5, y_ref.data<double>(), mean.data(), var.data());
@@ -44,7 +44,7 @@ TEST_CASE("batch_norm eval uses the running statistics and leaves them alone") {
   ops::BatchNormOptions opt;
   opt.training = false;
   const Tensor y = ops::batch_norm(x, gamma, beta, rm, rv, opt);
-  Tensor y_ref = Tensor::empty(x.shape(), DType::f64);
+  Tensor y_ref = Tensor::empty(x.shape(), DType::f64, Device::cpu());
   cpu::bn_forward_ref<double, double>(x.data<double>(), 9, C, gamma.data<double>(), beta.data<double>(),
                                       rm.data<double>(), rv.data<double>(), false, 1e-5, y_ref.data<double>(), nullptr,
                                       nullptr);
@@ -58,7 +58,7 @@ TEST_CASE("batch_norm gradients (train and eval) match finite differences") {
   const Tensor gamma = randn({C}, DType::f64, 8), beta = randn({C}, DType::f64, 9);
   for (bool training : {true, false}) {
     CAPTURE(training);
-    Tensor rm = Tensor::zeros({C}, DType::f64), rv = Tensor::full({C}, 2.0, DType::f64);
+    Tensor rm = Tensor::zeros({C}, DType::f64, Device::cpu()), rv = Tensor::full({C}, 2.0, DType::f64, Device::cpu());
     ops::BatchNormOptions opt;
     opt.training = training;
     const GradCheckResult r = gradcheck(
@@ -84,7 +84,7 @@ TEST_CASE("batch_norm with a reducer: two identical ranks give the single-rank r
   Tensor g2 = g1.clone(), b2 = b1.clone();
   Tensor x1 = x.clone(), x2 = x.clone();
   for (Tensor* t : {&g1, &b1, &g2, &b2, &x1, &x2}) t->set_requires_grad(true);
-  Tensor rm1 = Tensor::zeros({C}, DType::f64), rv1 = Tensor::full({C}, 1.0, DType::f64);
+  Tensor rm1 = Tensor::zeros({C}, DType::f64, Device::cpu()), rv1 = Tensor::full({C}, 1.0, DType::f64, Device::cpu());
   Tensor rm2 = rm1.clone(), rv2 = rv1.clone();
   ops::BatchNormOptions opt;
   const Tensor y1 = ops::batch_norm(x1, g1, b1, rm1, rv1, opt);
@@ -107,8 +107,8 @@ TEST_CASE("batch_norm keeps f32 precision when |mean| >> std (no sumsq - mean^2 
     CAPTURE(shift);
     const Tensor x64 = randn({4, 16, 16, 8}, DType::f64, 3, 1.0, shift);
     const Tensor x32 = x64.to(DType::f32);
-    Tensor g = Tensor::full({8}, 1.0, DType::f64), b = Tensor::zeros({8}, DType::f64);
-    Tensor rm = Tensor::zeros({8}, DType::f64), rv = Tensor::full({8}, 1.0, DType::f64);
+    Tensor g = Tensor::full({8}, 1.0, DType::f64, Device::cpu()), b = Tensor::zeros({8}, DType::f64, Device::cpu());
+    Tensor rm = Tensor::zeros({8}, DType::f64, Device::cpu()), rv = Tensor::full({8}, 1.0, DType::f64, Device::cpu());
     Tensor g32 = g.to(DType::f32), b32 = b.to(DType::f32), rm32 = rm.to(DType::f32), rv32 = rv.to(DType::f32);
     ops::BatchNormOptions opt;
     const Tensor y64 = ops::batch_norm(x32.to(DType::f64), g, b, rm, rv, opt);

@@ -15,7 +15,7 @@ namespace seg::test {
 
 inline Tensor randn(const Shape& shape, DType dt, uint64_t seed, double scale = 1.0, double shift = 0.0) {
   PhiloxStream rng(seed, RngPurpose::test);
-  Tensor t = Tensor::empty(shape, DType::f64);
+  Tensor t = Tensor::empty(shape, DType::f64, Device::cpu());
   for (int64_t i = 0; i < t.numel(); ++i) t.data<double>()[i] = shift + scale * rng.normal();
   return t.to(dt);
 }

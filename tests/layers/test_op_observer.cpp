@@ -24,8 +24,8 @@ struct Recorder final : OpObserver {
 }  // namespace
 
 TEST_CASE("op observer: ops in order, tensors by identity, attributes from the op") {
-  const Tensor x = Tensor::full({1, 5, 5, 2}, 0.5);
-  const Tensor w = Tensor::full({3, 3, 3, 2}, 0.1);
+  const Tensor x = Tensor::full({1, 5, 5, 2}, 0.5, DType::f32, Device::cpu());
+  const Tensor w = Tensor::full({3, 3, 3, 2}, 0.1, DType::f32, Device::cpu());
   Recorder rec;
   Tensor y, z;
   {

@@ -22,14 +22,14 @@ namespace {
 
 Tensor randn(const Shape& shape, DType dt, uint64_t seed, double scale = 1.0) {
   PhiloxStream rng(seed, RngPurpose::test);
-  Tensor t = Tensor::empty(shape, DType::f64);
+  Tensor t = Tensor::empty(shape, DType::f64, Device::cpu());
   for (int64_t i = 0; i < t.numel(); ++i) t.data<double>()[i] = scale * rng.normal();
   return t.to(dt);
 }
 
 Tensor random_labels(const Shape& shape, int classes, uint64_t seed, double ignore_share = 0.2) {
   PhiloxStream rng(seed, RngPurpose::test);
-  Tensor t = Tensor::empty(shape, DType::i32);
+  Tensor t = Tensor::empty(shape, DType::i32, Device::cpu());
   for (int64_t i = 0; i < t.numel(); ++i)
     t.data<int32_t>()[i] = rng.uniform() < ignore_share ? -1 : static_cast<int32_t>(rng.below(classes));
   return t;
@@ -61,16 +61,16 @@ TEST_CASE("conv2d direct kernel equals the naive reference, forward and backward
     CAPTURE(c.dil);
     const Tensor x = randn({s.N, s.H, s.W, s.C}, DType::f64, 1), w = randn({s.O, s.KH, s.KW, s.Cg()}, DType::f64, 2);
     const Tensor b = randn({s.O}, DType::f64, 3), dy = randn({s.N, s.Ho(), s.Wo(), s.O}, DType::f64, 4);
-    Tensor y_ref = Tensor::empty(dy.shape(), DType::f64), y = Tensor::empty(dy.shape(), DType::f64);
+    Tensor y_ref = Tensor::empty(dy.shape(), DType::f64, Device::cpu()), y = Tensor::empty(dy.shape(), DType::f64, Device::cpu());
     cpu::conv2d_forward_ref(s, x.data<double>(), w.data<double>(), b.data<double>(), y_ref.data<double>());
     cpu::conv2d_forward_direct(s, x.data<double>(), w.data<double>(), b.data<double>(), y.data<double>());
     SEG_CHECK_CLOSE(y, y_ref, Tolerance{1e-12, 0});
-    Tensor dx_ref = Tensor::empty(x.shape(), DType::f64), dw_ref = Tensor::empty(w.shape(), DType::f64);
-    Tensor db_ref = Tensor::empty(b.shape(), DType::f64);
+    Tensor dx_ref = Tensor::empty(x.shape(), DType::f64, Device::cpu()), dw_ref = Tensor::empty(w.shape(), DType::f64, Device::cpu());
+    Tensor db_ref = Tensor::empty(b.shape(), DType::f64, Device::cpu());
     cpu::conv2d_backward_ref(s, x.data<double>(), w.data<double>(), dy.data<double>(), dx_ref.data<double>(),
                              dw_ref.data<double>(), db_ref.data<double>());
-    Tensor dx = Tensor::empty(x.shape(), DType::f64), dw = Tensor::empty(w.shape(), DType::f64);
-    Tensor db = Tensor::empty(b.shape(), DType::f64);
+    Tensor dx = Tensor::empty(x.shape(), DType::f64, Device::cpu()), dw = Tensor::empty(w.shape(), DType::f64, Device::cpu());
+    Tensor db = Tensor::empty(b.shape(), DType::f64, Device::cpu());
     cpu::conv2d_backward_data_direct(s, w.data<double>(), dy.data<double>(), dx.data<double>());
     cpu::conv2d_backward_weight_direct(s, x.data<double>(), dy.data<double>(), dw.data<double>(), db.data<double>());
     SEG_CHECK_CLOSE(dx, dx_ref, Tolerance{1e-12, 0});
@@ -189,12 +189,12 @@ TEST_CASE("softmax_nll_loss: value against the reference, ignore index, gradient
 TEST_CASE("softmax_nll_loss: every pixel ignored gives 0 and a zero gradient; bad labels are data errors") {
   Tensor logits = randn({1, 2, 2, 3}, DType::f64, 1);
   logits.set_requires_grad(true);
-  const Tensor none = Tensor::full({1, 2, 2}, -1, DType::i32);
+  const Tensor none = Tensor::full({1, 2, 2}, -1, DType::i32, Device::cpu());
   const Tensor loss = ops::softmax_nll_loss(logits, none);
   SEG_CHECK_CLOSE(loss.item(), 0.0, Tolerance{});
   loss.backward();
-  SEG_CHECK_CLOSE(logits.grad(), Tensor::zeros(logits.shape(), DType::f64), Tolerance{});
-  Tensor bad = Tensor::zeros({1, 2, 2}, DType::i32);
+  SEG_CHECK_CLOSE(logits.grad(), Tensor::zeros(logits.shape(), DType::f64, Device::cpu()), Tolerance{});
+  Tensor bad = Tensor::zeros({1, 2, 2}, DType::i32, Device::cpu());
   bad.data<int32_t>()[3] = 3;
   try {
     ops::softmax_nll_loss(logits, bad);

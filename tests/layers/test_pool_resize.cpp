@@ -25,9 +25,9 @@ TEST_CASE("max_pool2d 3x3 s2 p1 gives ceil(H/2) and equals the reference, ties a
     CHECK(y.size(2) == (W + 1) / 2);
     cpu::PoolShape s;
     s.N = 2, s.H = H, s.W = W, s.C = 3;
-    Tensor y_ref = Tensor::empty(y.shape()), arg_ref = Tensor::empty(y.shape(), DType::i32);
+    Tensor y_ref = Tensor::empty(y.shape(), DType::f32, Device::cpu()), arg_ref = Tensor::empty(y.shape(), DType::i32, Device::cpu());
     cpu::maxpool2d_forward_ref(s, x.data<float>(), y_ref.data<float>(), arg_ref.data<int32_t>());
-    Tensor y2 = Tensor::empty(y.shape()), arg = Tensor::empty(y.shape(), DType::i32);
+    Tensor y2 = Tensor::empty(y.shape(), DType::f32, Device::cpu()), arg = Tensor::empty(y.shape(), DType::i32, Device::cpu());
     cpu::maxpool2d_forward(s, x.data<float>(), y2.data<float>(), arg.data<int32_t>());
     // The reference ignores NaN semantics (it keeps the first maximum it compares true with): the
     // expected values are the reference's, except in the windows that hold the planted NaN, which

@@ -41,7 +41,7 @@ inline bool closed_form_tensor(const std::string& name, const Shape& shape, Tens
     return false;
   }
   const uint64_t key = model_init::fnv1a64(name);
-  out = Tensor::empty(shape, DType::f32);
+  out = Tensor::empty(shape, DType::f32, Device::cpu());
   float* p = out.data<float>();
   for (int64_t i = 0; i < out.numel(); ++i) p[i] = static_cast<float>(b + a * closed_form_uniform(key, static_cast<uint64_t>(i)));
   return true;

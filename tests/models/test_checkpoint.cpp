@@ -87,9 +87,9 @@ TEST_CASE("checkpoint round trip: encoder and decoder files restore every parame
   auto a = small_model(1);
   {  // a training forward so the running statistics and num_batches_tracked are not the defaults
     PhiloxStream rng(5, RngPurpose::test);
-    Tensor img = Tensor::empty({2, 33, 25, 3});
+    Tensor img = Tensor::empty({2, 33, 25, 3}, DType::f32, Device::cpu());
     for (int64_t i = 0; i < img.numel(); ++i) img.data<float>()[i] = rng.normal();
-    a->forward_train(img, Tensor::zeros({2, 5, 4}, DType::i32));
+    a->forward_train(img, Tensor::zeros({2, 5, 4}, DType::i32, Device::cpu()));
   }
   const CheckpointPaths paths = checkpoint_paths(dir, 3);
   save_segmentation_checkpoint(*a, paths);
@@ -151,28 +151,28 @@ TEST_CASE("bad checkpoints: missing, unexpected, wrongly shaped or typed tensors
   }
   {
     SafetensorsFile f = decoder_file();
-    f.tensors.emplace_back("fc.weight", Tensor::zeros({10, 4}));
+    f.tensors.emplace_back("fc.weight", Tensor::zeros({10, 4}, DType::f32, Device::cpu()));
     expect_load_error(f, "fc.weight", "model lacks");
   }
   {
     SafetensorsFile f = decoder_file();
-    f.tensors[0].second = Tensor::zeros({80, 320, 1, 1});  // cbr.0.weight is [80, 320, 3, 3]
+    f.tensors[0].second = Tensor::zeros({80, 320, 1, 1}, DType::f32, Device::cpu());  // cbr.0.weight is [80, 320, 3, 3]
     expect_load_error(f, "cbr.0.weight", "shape [80, 320, 1, 1]");
   }
   {
     SafetensorsFile f = decoder_file();
-    f.tensors[0].second = Tensor::zeros({80, 3, 3, 320});  // our layout is not the file layout
+    f.tensors[0].second = Tensor::zeros({80, 3, 3, 320}, DType::f32, Device::cpu());  // our layout is not the file layout
     expect_load_error(f, "cbr.0.weight", "OIHW");
   }
   {
     SafetensorsFile f = decoder_file();
-    f.tensors[1].second = Tensor::zeros({80}, DType::i64);  // cbr.1.weight
+    f.tensors[1].second = Tensor::zeros({80}, DType::i64, Device::cpu());  // cbr.1.weight
     expect_load_error(f, "cbr.1.weight", "dtype i64");
   }
   {
     SafetensorsFile f = decoder_file();
     for (auto& [name, t] : f.tensors)
-      if (name == "cbr.1.num_batches_tracked") t = Tensor::zeros(Shape{}, DType::f32);
+      if (name == "cbr.1.num_batches_tracked") t = Tensor::zeros(Shape{}, DType::f32, Device::cpu());
     expect_load_error(f, "cbr.1.num_batches_tracked", "integer");
   }
 }
@@ -200,8 +200,8 @@ TEST_CASE("a truncated or corrupt checkpoint file is a data error naming the fil
 TEST_CASE("non-strict loading skips missing and unexpected tensors and reports them (upstream strict=False)") {
   SafetensorsFile f = decoder_file();
   f.tensors.erase(f.tensors.begin());  // cbr.0.weight
-  f.tensors.emplace_back("fc.weight", Tensor::zeros({10, 4}));
-  f.tensors.emplace_back("fc.bias", Tensor::zeros({10}));
+  f.tensors.emplace_back("fc.weight", Tensor::zeros({10, 4}, DType::f32, Device::cpu()));
+  f.tensors.emplace_back("fc.bias", Tensor::zeros({10}, DType::f32, Device::cpu()));
   auto dec = build_decoder("c1_deepsup", 320, 7);
   const std::vector<float> kept = dec->named_parameters()[0].tensor->to_vector<float>();
   const LoadReport r = load_state_dict(*dec, f, "pretrained.safetensors", LoadOptions{false});
@@ -212,7 +212,7 @@ TEST_CASE("non-strict loading skips missing and unexpected tensors and reports t
   CHECK(dec->named_parameters()[0].tensor->to_vector<float>() == kept);  // missing: left as it was
   CHECK(dec->named_parameters()[1].tensor->to_vector<float>() == f.find("cbr.1.weight")->to_vector<float>());
   // A wrong shape stays an error without strict, as in PyTorch.
-  f.tensors[0].second = Tensor::zeros({3});
+  f.tensors[0].second = Tensor::zeros({3}, DType::f32, Device::cpu());
   CHECK_THROWS_AS(load_state_dict(*dec, f, "x", LoadOptions{false}), Error);
 }
 

@@ -50,8 +50,8 @@ TEST_CASE("decoder init is upstream's: Kaiming-normal fan_in, default conv bias,
   SEG_CHECK_CLOSE(b.std, 1 / std::sqrt(80.0) / std::sqrt(3.0), Tolerance{0, 0.15});  // 150 draws: 1 sd = 3.7%
   const Tensor& g = param(*dec, "cbr_deepsup.1.weight");
   const Tensor& beta = param(*dec, "cbr_deepsup.1.bias");
-  SEG_CHECK_CLOSE(g, Tensor::full(g.shape(), 1.0, g.dtype()), Tolerance{});
-  SEG_CHECK_CLOSE(beta, Tensor::full(beta.shape(), 1e-4, beta.dtype()), Tolerance{});  // the same float
+  SEG_CHECK_CLOSE(g, Tensor::full(g.shape(), 1.0, g.dtype(), Device::cpu()), Tolerance{});
+  SEG_CHECK_CLOSE(beta, Tensor::full(beta.shape(), 1e-4, beta.dtype(), Device::cpu()), Tolerance{});  // the same float
 }
 
 TEST_CASE("encoder init from scratch: He-normal fan_out, BN 1 and 0, running statistics 0 and 1") {
@@ -63,10 +63,10 @@ TEST_CASE("encoder init from scratch: He-normal fan_out, BN 1 and 0, running sta
   const Moments d = moments(param(*enc, "features.16.conv.3.weight"));
   SEG_CHECK_CLOSE(d.std, std::sqrt(2.0 / (9 * 960)), Tolerance{0, 0.03});  // 8640 draws: 1 sd = 0.76%
   const Tensor& beta = param(*enc, "features.0.1.bias");
-  SEG_CHECK_CLOSE(beta, Tensor::zeros(beta.shape(), beta.dtype()), Tolerance{});
+  SEG_CHECK_CLOSE(beta, Tensor::zeros(beta.shape(), beta.dtype(), Device::cpu()), Tolerance{});
   for (BatchNorm2d* bn : enc->batch_norms()) {
-    SEG_CHECK_CLOSE(bn->running_mean, Tensor::zeros(bn->running_mean.shape(), DType::f32), Tolerance{});
-    SEG_CHECK_CLOSE(bn->running_var, Tensor::full(bn->running_var.shape(), 1.0, DType::f32), Tolerance{});
+    SEG_CHECK_CLOSE(bn->running_mean, Tensor::zeros(bn->running_mean.shape(), DType::f32, Device::cpu()), Tolerance{});
+    SEG_CHECK_CLOSE(bn->running_var, Tensor::full(bn->running_var.shape(), 1.0, DType::f32, Device::cpu()), Tolerance{});
   }
 }
 

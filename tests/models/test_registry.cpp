@@ -145,7 +145,7 @@ TEST_CASE("encoder feature maps: channels and output stride") {
 
   // Spec 3.2: stride-2 convs and the max-pool round up: 65x49 -> 33x25 -> 17x13 -> 9x7.
   NoGradGuard no_grad;
-  const auto out = mb->forward(Tensor::zeros({1, 65, 49, 3}));
+  const auto out = mb->forward(Tensor::zeros({1, 65, 49, 3}, DType::f32, Device::cpu()));
   REQUIRE(out.size() == 5);
   CHECK(out[0].shape() == Shape{1, 17, 13, 24});
   for (size_t i = 1; i < 5; ++i) CHECK(out[i].shape() == Shape{1, 9, 7, mb->feature_channels()[i]});

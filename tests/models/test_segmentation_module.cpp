@@ -14,7 +14,7 @@ namespace {
 
 Tensor noise_images(int64_t n, int64_t h, int64_t w) {
   PhiloxStream rng(7, RngPurpose::test);
-  Tensor t = Tensor::empty({n, h, w, 3});
+  Tensor t = Tensor::empty({n, h, w, 3}, DType::f32, Device::cpu());
   for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = rng.normal();
   return t;
 }
@@ -39,14 +39,14 @@ TEST_CASE("pixel accuracy is upstream's: argmax of the main head over labels >= 
   CHECK(a.valid == 3);
   CHECK(a.correct == 2);
   SEG_CHECK_CLOSE(a.acc, 2.0 / 3.0, Tolerance{0, 1e-9});  // 2 / (3 + 1e-10), as upstream
-  const PixelAccuracy none = pixel_accuracy(logits, Tensor::full({1, 2, 2}, -1, DType::i32));
+  const PixelAccuracy none = pixel_accuracy(logits, Tensor::full({1, 2, 2}, -1, DType::i32, Device::cpu()));
   CHECK(none.valid == 0);
   SEG_CHECK_CLOSE(none.acc, 0.0, Tolerance{});  // 0 / (0 + 1e-10)
 }
 
 TEST_CASE("training loss = NLL(main) + deep_sup_scale * NLL(deep supervision); the loss backpropagates") {
   const Tensor images = noise_images(2, 33, 25);  // stride 8: 5 x 4
-  Tensor labels = Tensor::zeros({2, 5, 4}, DType::i32);
+  Tensor labels = Tensor::zeros({2, 5, 4}, DType::i32, Device::cpu());
   for (int64_t i = 0; i < labels.numel(); ++i) labels.data<int32_t>()[i] = static_cast<int32_t>(i % 6) - 1;
   auto m = mobilenet_c1("c1_deepsup", 0.4);
   const TrainOutput out = m->forward_train(images, labels);
@@ -83,8 +83,8 @@ TEST_CASE("inference: softmax probabilities at the requested size, no autograd g
 
 TEST_CASE("labels that do not match the decoder output are an error that says which config keys to check") {
   auto m = mobilenet_c1("c1", 0.4);
-  CHECK_THROWS_WITH_AS(m->forward_train(noise_images(1, 33, 25), Tensor::zeros({1, 4, 4}, DType::i32)),
+  CHECK_THROWS_WITH_AS(m->forward_train(noise_images(1, 33, 25), Tensor::zeros({1, 4, 4}, DType::i32, Device::cpu())),
                        doctest::Contains("segm_downsampling_rate"), Error);
-  CHECK_THROWS_AS(m->forward_train(noise_images(1, 33, 25), Tensor::zeros({1, 5, 4}, DType::i64)), Error);
-  CHECK_THROWS_AS(m->infer(Tensor::zeros({1, 33, 25, 4}), 10, 10), Error);
+  CHECK_THROWS_AS(m->forward_train(noise_images(1, 33, 25), Tensor::zeros({1, 5, 4}, DType::i64, Device::cpu())), Error);
+  CHECK_THROWS_AS(m->infer(Tensor::zeros({1, 33, 25, 4}, DType::f32, Device::cpu()), 10, 10), Error);
 }

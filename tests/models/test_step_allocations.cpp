@@ -28,10 +28,10 @@ TEST_CASE("a warmed-up training step makes no new system allocations (O0 and O2)
     SGD dec(SegmentationModule::param_groups(*model->decoder, 1e-4), 0.01, 0.9, amp.master_weights());
     LossScaler scaler(amp.scaler);
     PhiloxStream rng(1, RngPurpose::test);
-    Tensor images = Tensor::empty({2, 48, 48, 3});
+    Tensor images = Tensor::empty({2, 48, 48, 3}, DType::f32, Device::cpu());
     for (int64_t i = 0; i < images.numel(); ++i) images.data<float>()[i] = rng.normal();
     images = images.to(amp_input_dtype(amp));
-    Tensor labels = Tensor::empty({2, 6, 6}, DType::i32);
+    Tensor labels = Tensor::empty({2, 6, 6}, DType::i32, Device::cpu());
     for (int64_t i = 0; i < labels.numel(); ++i) labels.data<int32_t>()[i] = static_cast<int32_t>(rng.below(5));
     Allocator& alloc = allocator_for(Device::cpu());
     uint64_t before = 0;
