@@ -26,6 +26,8 @@ struct Allocation {
   MemoryKind kind = MemoryKind::device;
   void* map = nullptr;  // guarded allocations: the mapping (data + guard page), else null
   size_t map_size = 0;
+  int device = 0;
+  const void* caller = nullptr;
 };
 
 // A spin lock, not a mutex: the registry is read from simulated threads, and a pthread mutex would
@@ -47,6 +49,7 @@ class SpinLock {
 SpinLock g_lock;
 std::map<uintptr_t, Allocation>* g_allocations = new std::map<uintptr_t, Allocation>();  // never freed: used at exit
 size_t g_device_bytes = 0;
+bool g_device_memory_accessible = false;  // see set_device_memory_accessible
 
 size_t page_size() { return static_cast<size_t>(sysconf(_SC_PAGESIZE)); }
 
@@ -59,10 +62,26 @@ std::map<uintptr_t, Allocation>::iterator containing(uintptr_t p) {
   return it;
 }
 
+// Opens or closes one allocation to host code (device kind only; g_lock held).
+void set_accessible(uintptr_t begin, const Allocation& a, bool accessible) {
+  if (a.kind != MemoryKind::device) return;
+  if (a.map) {
+    mprotect(a.map, a.map_size - page_size(), accessible ? PROT_READ | PROT_WRITE : PROT_NONE);
+  } else if (accessible) {
+    san::unpoison(reinterpret_cast<void*>(begin), std::max<size_t>(a.bytes, 1));
+  } else {
+    san::poison(reinterpret_cast<void*>(begin), std::max<size_t>(a.bytes, 1));
+  }
+}
+
 }  // namespace
 
-void* allocate_memory(size_t bytes, MemoryKind kind) {
+void* allocate_memory(size_t bytes, MemoryKind kind) { return allocate_memory(bytes, kind, 0, nullptr); }
+
+void* allocate_memory(size_t bytes, MemoryKind kind, int device, const void* caller) {
   Allocation a;
+  a.device = kind == MemoryKind::pinned_host ? -1 : device;
+  a.caller = caller;
   a.bytes = bytes;
   a.rounded = (std::max<size_t>(bytes, 1) + kAlignment - 1) / kAlignment * kAlignment;
   a.kind = kind;
@@ -86,6 +105,7 @@ void* allocate_memory(size_t bytes, MemoryKind kind) {
     std::memset(p, kPoison, a.rounded);
   }
   g_lock.lock();
+  if (!g_device_memory_accessible) set_accessible(reinterpret_cast<uintptr_t>(p), a, false);
   (*g_allocations)[reinterpret_cast<uintptr_t>(p)] = a;
   if (kind != MemoryKind::pinned_host) g_device_bytes += bytes;
   g_lock.unlock();
@@ -103,6 +123,7 @@ bool free_memory(void* p, MemoryKind kind) {
   const Allocation a = it->second;
   g_allocations->erase(it);
   if (!host_kind) g_device_bytes -= a.bytes;
+  if (!a.map && !g_device_memory_accessible) set_accessible(reinterpret_cast<uintptr_t>(p), a, true);
   g_lock.unlock();
   if (a.map) {
     munmap(a.map, a.map_size);
@@ -167,6 +188,60 @@ bool guard_page_owner(const void* addr, uintptr_t* begin, size_t* bytes) {
   }
   g_lock.unlock();
   return found;
+}
+
+namespace {
+void fill_info(uintptr_t begin, const Allocation& a, AllocationInfo* info) {
+  info->begin = begin;
+  info->bytes = a.bytes;
+  info->kind = a.kind;
+  info->device = a.device;
+  info->caller = a.caller;
+}
+}  // namespace
+
+bool find_allocation(const void* p, AllocationInfo* info) {
+  g_lock.lock();
+  auto it = containing(reinterpret_cast<uintptr_t>(p));
+  const bool found = it != g_allocations->end();
+  if (found) fill_info(it->first, it->second, info);
+  g_lock.unlock();
+  return found;
+}
+
+bool try_find_allocation(const void* p, AllocationInfo* info) {
+  if (!g_lock.try_lock()) return false;
+  auto it = containing(reinterpret_cast<uintptr_t>(p));
+  const bool found = it != g_allocations->end();
+  if (found) fill_info(it->first, it->second, info);
+  g_lock.unlock();
+  return found;
+}
+
+size_t allocated_device_bytes(int device) {
+  size_t n = 0;
+  g_lock.lock();
+  for (const auto& [begin, a] : *g_allocations)
+    if (a.kind != MemoryKind::pinned_host && a.device == device) n += a.bytes;
+  g_lock.unlock();
+  return n;
+}
+
+size_t allocation_count(int device) {
+  size_t n = 0;
+  g_lock.lock();
+  for (const auto& [begin, a] : *g_allocations) n += a.device == device;
+  g_lock.unlock();
+  return n;
+}
+
+void set_device_memory_accessible(bool accessible) {
+  g_lock.lock();
+  if (g_device_memory_accessible != accessible) {
+    g_device_memory_accessible = accessible;
+    for (const auto& [begin, a] : *g_allocations) set_accessible(begin, a, accessible);
+  }
+  g_lock.unlock();
 }
 
 }  // namespace seg::sim::detail

@@ -1,5 +1,6 @@
-// run_launch: validates a launch, runs its blocks on one or more workers, and turns a fault into a
-// KernelFault exception on the launching thread.
+// run_launch: runs the blocks of a queued launch on one or more workers (when the stream executor
+// gets to it), and turns a fault into a KernelFault exception on the executing thread.
+// validate_launch: the checks SEG_LAUNCH makes at the call.
 #include <algorithm>
 #include <condition_variable>
 #include <cstdio>
@@ -20,8 +21,6 @@ namespace {
 constexpr size_t kDefaultDynamicSmem = 48 * 1024;
 constexpr size_t kMaxDynamicSmem = 232448;
 
-thread_local LaunchStats tls_last_stats;
-
 size_t default_stack_bytes() { return (san::asan || san::tsan) ? 1024 * 1024 : 256 * 1024; }
 
 [[noreturn]] void config_error(const LaunchRequest& r, const char* cuda_error, const std::string& what) {
@@ -30,7 +29,9 @@ size_t default_stack_bytes() { return (san::asan || san::tsan) ? 1024 * 1024 : 2
                                                   std::to_string(r.line) + ": " + what);
 }
 
-void validate(const LaunchRequest& r) {
+}  // namespace
+
+void validate_launch(const LaunchRequest& r) {
   const dim3 b = r.block, g = r.grid;
   if (b.x == 0 || b.y == 0 || b.z == 0 || g.x == 0 || g.y == 0 || g.z == 0)
     config_error(r, "cudaErrorInvalidConfiguration",
@@ -57,6 +58,8 @@ void validate(const LaunchRequest& r) {
                      "cudaFuncAttributeMaxDynamicSharedMemorySize, bytes) first");
   }
 }
+
+namespace {
 
 // Runs blocks first, first + stride, ... of the launch on worker w. Static assignment keeps each
 // block's schedule reproducible and, under TSan, leaves consecutive blocks on different workers
@@ -160,14 +163,10 @@ class WorkerPool {
 
 }  // namespace
 
-void run_launch(const LaunchRequest& request) {
-  if (Worker* w = current_worker(); w && w->current)
-    throw KernelFault(FaultKind::launch_config,
-                      std::string("seg::sim: kernel ") + request.kernel_name +
-                          " launched from inside a kernel: dynamic parallelism is not simulated");
-  validate(request);
+LaunchStats run_launch(const LaunchRequest& request, const LaunchContext& context) {
   LaunchState launch;
   launch.request = &request;
+  launch.context = context;
   launch.options = options();
   launch.block_threads = request.block.x * request.block.y * request.block.z;
   launch.total_blocks = static_cast<uint64_t>(request.grid.x) * request.grid.y * request.grid.z;
@@ -182,7 +181,6 @@ void run_launch(const LaunchRequest& request) {
   } else {
     WorkerPool::instance().run(launch, static_cast<unsigned>(workers));
   }
-  tls_last_stats = launch.stats;
   if (launch.options.verbose) {
     const LaunchStats& s = launch.stats;
     std::fprintf(stderr,
@@ -200,10 +198,13 @@ void run_launch(const LaunchRequest& request) {
                                                     request.kernel_name + " launched at " +
                                                     relative_path(request.file) + ":" + std::to_string(request.line) +
                                                     " wrote past the end of device allocations:\n" + slack);
+  return launch.stats;
+}
+
+int launch_device() { return running_worker("launch_device").launch->context.device; }
+bool launch_may_access_device(int device) {
+  const LaunchContext& c = running_worker("launch_may_access_device").launch->context;
+  return device >= 0 && device < 64 && (c.accessible_devices >> device & 1u);
 }
 
 }  // namespace seg::sim::detail
-
-namespace seg::sim {
-LaunchStats last_launch_stats() { return detail::tls_last_stats; }
-}  // namespace seg::sim

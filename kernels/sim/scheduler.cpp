@@ -120,6 +120,10 @@ const char* relative_path(const char* file) {
   const size_t n = std::strlen(SEG_SIM_SOURCE_ROOT);
   if (std::strncmp(file, SEG_SIM_SOURCE_ROOT, n) == 0) return file + n;
 #endif
+  // ccache with base_dir (and other build wrappers) turn source paths into paths relative to the
+  // build folder, "../../../tests/sim/x.cu"; build folders live inside the repository, so dropping
+  // the leading "./" and "../" components gives the repository-relative path.
+  while (file[0] == '.' && (file[1] == '/' || (file[1] == '.' && file[2] == '/'))) file += file[1] == '/' ? 2 : 3;
   return file;
 }
 

@@ -24,6 +24,7 @@ struct Worker;
 // Everything the workers of one launch share. Read-only while blocks run, except the fault slot.
 struct LaunchState {
   const LaunchRequest* request = nullptr;
+  LaunchContext context;  // device and peer-access set (several devices)
   Options options;
   unsigned block_threads = 0;
   uint64_t total_blocks = 0;

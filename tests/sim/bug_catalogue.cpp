@@ -16,11 +16,13 @@ namespace {
 
 using namespace simtest::broken;
 
-// Runs a launch; a KernelFault becomes the outcome, otherwise `check` compares the results.
+// Runs a launch and waits for it (launches are queued: a fault comes out of the synchronisation);
+// a KernelFault becomes the outcome, otherwise `check` compares the results.
 Outcome attempt(const std::function<void()>& launch, const std::function<size_t()>& count_wrong) {
   Outcome o;
   try {
     launch();
+    cudaDeviceSynchronize();
   } catch (const seg::sim::KernelFault& f) {
     o.kind = Outcome::Kind::fault;
     o.fault_kind = f.kind();

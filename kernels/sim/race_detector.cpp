@@ -1,0 +1,230 @@
+// The stream race detector: vector clocks and the shadow of recorded accesses (race_detector.h).
+#include "kernels/sim/race_detector.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <map>
+#include <mutex>
+
+#include "kernels/sim/device_memory.h"
+#include "kernels/sim/sim.h"
+
+namespace seg::sim::detail {
+
+// ---- vector clocks ---------------------------------------------------------------------------------
+
+uint64_t VectorClock::get(uint32_t c) const {
+  auto it = std::lower_bound(entries_.begin(), entries_.end(), c,
+                             [](const std::pair<uint32_t, uint64_t>& e, uint32_t k) { return e.first < k; });
+  return it != entries_.end() && it->first == c ? it->second : 0;
+}
+
+void VectorClock::set(uint32_t c, uint64_t v) {
+  auto it = std::lower_bound(entries_.begin(), entries_.end(), c,
+                             [](const std::pair<uint32_t, uint64_t>& e, uint32_t k) { return e.first < k; });
+  if (it != entries_.end() && it->first == c)
+    it->second = v;
+  else
+    entries_.insert(it, {c, v});
+}
+
+void VectorClock::join(const VectorClock& o) {
+  if (o.entries_.empty()) return;
+  std::vector<std::pair<uint32_t, uint64_t>> merged;
+  merged.reserve(entries_.size() + o.entries_.size());
+  size_t i = 0, j = 0;
+  while (i < entries_.size() || j < o.entries_.size()) {
+    if (j == o.entries_.size() || (i < entries_.size() && entries_[i].first < o.entries_[j].first)) {
+      merged.push_back(entries_[i++]);
+    } else if (i == entries_.size() || o.entries_[j].first < entries_[i].first) {
+      merged.push_back(o.entries_[j++]);
+    } else {
+      merged.push_back({entries_[i].first, std::max(entries_[i].second, o.entries_[j].second)});
+      ++i, ++j;
+    }
+  }
+  entries_ = std::move(merged);
+}
+
+namespace {
+
+struct Record {
+  uintptr_t begin, end;
+  bool write;
+  uint32_t component;
+  uint64_t tick;
+  std::shared_ptr<const AccessLabel> label;
+};
+
+std::mutex g_mutex;
+std::map<uintptr_t, std::vector<Record>>* g_shadow = new std::map<uintptr_t, std::vector<Record>>();  // by allocation
+std::map<uintptr_t, size_t>* g_buffers = new std::map<uintptr_t, size_t>();  // annotate_buffer
+uint64_t g_races = 0;
+std::string g_last_report;
+
+std::string hex(uintptr_t p) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%p", reinterpret_cast<void*>(p));
+  return buf;
+}
+
+const char* kind_text(MemoryKind k) {
+  switch (k) {
+    case MemoryKind::device:
+      return "device";
+    case MemoryKind::managed:
+      return "managed";
+    case MemoryKind::pinned_host:
+      return "pinned host";
+  }
+  return "?";
+}
+
+std::string report(const Record& first, const AccessOwner& second, bool second_writes, const AllocationInfo& alloc,
+                   uintptr_t begin, uintptr_t end, bool conservative) {
+  std::string device = alloc.device >= 0 ? ", device " + std::to_string(alloc.device) : "";
+  std::string r =
+      "seg::sim: stream race: two operations on different streams touch the same bytes, at least one of them "
+      "writes, and no event or synchronisation orders them\n";
+  r += "  memory: bytes [" + std::to_string(begin - alloc.begin) + ", " + std::to_string(end - alloc.begin) +
+       ") of the " + std::to_string(alloc.bytes) + "-byte " + kind_text(alloc.kind) + " allocation at " +
+       hex(alloc.begin) + device + "\n";
+  r += "  first:  " + first.label->what + (first.write ? " (writes)" : " (reads)") + ", on " + first.label->stream +
+       "\n";
+  r += "  second: " + second.label->what + (second_writes ? " (writes)" : " (reads)") + ", on " +
+       second.label->stream + "\n";
+  if (conservative)
+    r += "  (a kernel's accesses are taken conservatively: the whole allocation behind each pointer argument, "
+         "written unless the parameter points to const)\n";
+  r += "  order them: cudaEventRecord(event, <first stream>) after the first and cudaStreamWaitEvent(<second "
+       "stream>, event) before the second, or synchronise the host in between";
+  return r;
+}
+
+}  // namespace
+
+std::optional<std::string> check_accesses(const AccessOwner& owner, const std::vector<Access>& accesses,
+                                          bool conservative_kernel) {
+  std::optional<std::string> first_report;
+  std::lock_guard<std::mutex> lock(g_mutex);
+  for (const Access& a : accesses) {
+    if (a.end <= a.begin) continue;
+    AllocationInfo alloc;
+    if (!find_allocation(reinterpret_cast<const void*>(a.begin), &alloc)) continue;
+    std::vector<Record>& records = (*g_shadow)[alloc.begin];
+    bool reported = false;
+    for (const Record& r : records) {
+      if (reported || r.component == owner.component) continue;
+      if (r.end <= a.begin || a.end <= r.begin || !(r.write || a.write)) continue;
+      if (r.tick <= owner.clock->get(r.component)) continue;  // r happens before this op
+      ++g_races;
+      reported = true;
+      const std::string text = report(r, owner, a.write, alloc, std::max(r.begin, a.begin), std::min(r.end, a.end),
+                                      conservative_kernel);
+      g_last_report = text;
+      if (!first_report) first_report = text;
+    }
+    // Older accesses this one covers, and that happen before it, can no longer race with anything
+    // a later op does without also racing with this one.
+    std::erase_if(records, [&](const Record& r) {
+      return r.tick <= owner.clock->get(r.component) && a.begin <= r.begin && r.end <= a.end && (a.write || !r.write);
+    });
+    records.push_back({a.begin, a.end, a.write, owner.component, owner.tick, owner.label});
+  }
+  return first_report;
+}
+
+void forget_allocation(uintptr_t begin, size_t bytes) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  g_shadow->erase(begin);
+  // Buffers annotated inside the freed allocation go with it.
+  g_buffers->erase(g_buffers->lower_bound(begin), g_buffers->lower_bound(begin + std::max<size_t>(bytes, 1)));
+}
+
+bool conservative_range(const void* p, uintptr_t* begin, uintptr_t* end) {
+  AllocationInfo alloc;
+  if (!find_allocation(p, &alloc)) return false;
+  *begin = alloc.begin;
+  *end = alloc.begin + std::max<size_t>(alloc.bytes, 1);
+  const auto x = reinterpret_cast<uintptr_t>(p);
+  std::lock_guard<std::mutex> lock(g_mutex);
+  auto it = g_buffers->upper_bound(x);
+  if (it != g_buffers->begin()) {
+    --it;
+    if (x < it->first + std::max<size_t>(it->second, 1) && it->first >= alloc.begin) {
+      *begin = it->first;
+      *end = std::min(*end, it->first + std::max<size_t>(it->second, 1));
+    }
+  }
+  return true;
+}
+
+// ---- exact kernel accesses ------------------------------------------------------------------------
+
+namespace {
+std::atomic<bool> g_exact{false};
+// A spin lock, not a mutex: it is taken from simulated threads, and a mutex would give TSan
+// happens-before edges between them that CUDA does not have (this file is not TSan-instrumented).
+std::atomic<bool> g_noted_lock{false};
+std::vector<Access>* g_noted = new std::vector<Access>();
+}  // namespace
+
+void set_exact_kernel_accesses(bool enabled) { g_exact.store(enabled); }
+bool exact_kernel_accesses() { return g_exact.load(std::memory_order_relaxed); }
+
+void note_kernel_access(const void* p, size_t bytes, bool write) {
+  const auto b = reinterpret_cast<uintptr_t>(p);
+  while (g_noted_lock.exchange(true, std::memory_order_acquire)) {
+  }
+  if (!g_noted->empty() && g_noted->back().write == write && g_noted->back().end == b)
+    g_noted->back().end = b + bytes;  // the common case: consecutive elements
+  else
+    g_noted->push_back({b, b + bytes, write});
+  g_noted_lock.store(false, std::memory_order_release);
+}
+
+std::vector<Access> take_noted_accesses() {
+  while (g_noted_lock.exchange(true, std::memory_order_acquire)) {
+  }
+  std::vector<Access> noted;
+  noted.swap(*g_noted);
+  g_noted_lock.store(false, std::memory_order_release);
+  // Merge: sort by start, join overlapping or touching ranges of the same mode.
+  std::sort(noted.begin(), noted.end(),
+            [](const Access& a, const Access& b) { return a.write != b.write ? a.write < b.write : a.begin < b.begin; });
+  std::vector<Access> merged;
+  for (const Access& a : noted) {
+    if (!merged.empty() && merged.back().write == a.write && a.begin <= merged.back().end)
+      merged.back().end = std::max(merged.back().end, a.end);
+    else
+      merged.push_back(a);
+  }
+  return merged;
+}
+
+}  // namespace seg::sim::detail
+
+namespace seg::sim {
+
+uint64_t stream_race_count() {
+  std::lock_guard<std::mutex> lock(detail::g_mutex);
+  return detail::g_races;
+}
+
+std::string last_stream_race_report() {
+  std::lock_guard<std::mutex> lock(detail::g_mutex);
+  return detail::g_last_report;
+}
+
+void annotate_buffer(const void* begin, size_t bytes) {
+  std::lock_guard<std::mutex> lock(detail::g_mutex);
+  (*detail::g_buffers)[reinterpret_cast<uintptr_t>(begin)] = bytes;
+}
+
+void forget_buffer(const void* begin) {
+  std::lock_guard<std::mutex> lock(detail::g_mutex);
+  detail::g_buffers->erase(reinterpret_cast<uintptr_t>(begin));
+}
+
+}  // namespace seg::sim
