@@ -5,6 +5,7 @@
 // pair of distinct devices can access each other (as NVLink-connected GPUs can), once the
 // accessing device enables it with cudaDeviceEnablePeerAccess.
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
 #include <stdexcept>
 #include <string>
@@ -93,6 +94,14 @@ void set_device_count(int devices) {
   }
   g_count.store(devices);
   if (host_thread().device >= devices) host_thread().device = 0;
+}
+
+ScopedDeviceCount::~ScopedDeviceCount() {
+  try {
+    set_device_count(saved_);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s\n", e.what());
+  }
 }
 
 }  // namespace seg::sim

@@ -145,11 +145,12 @@ int device_count();
 // holds memory or streams.
 void set_device_count(int devices);
 
-// Sets the device count for a scope (tests).
+// Sets the device count for a scope (tests). Restoring it fails (a message on stderr) while a
+// device that would disappear still holds memory or streams.
 class ScopedDeviceCount {
  public:
   explicit ScopedDeviceCount(int devices) : saved_(device_count()) { set_device_count(devices); }
-  ~ScopedDeviceCount() { set_device_count(saved_); }
+  ~ScopedDeviceCount();
   ScopedDeviceCount(const ScopedDeviceCount&) = delete;
   ScopedDeviceCount& operator=(const ScopedDeviceCount&) = delete;
 
