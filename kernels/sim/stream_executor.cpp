@@ -75,6 +75,18 @@ std::vector<Op*> runnable_needed(const std::vector<OpPtr>& targets, bool* busy) 
   return runnable;
 }
 
+// Every pending op whose dependencies are done, of any stream or device, by enqueue order.
+std::vector<Op*> all_runnable() {
+  std::vector<Op*> runnable;
+  for (const auto& [seq, op] : g_pending) {
+    if (op->state != Op::State::pending) continue;
+    bool ready = true;
+    for (const OpPtr& d : op->deps) ready = ready && d->state == Op::State::done;
+    if (ready) runnable.push_back(op.get());
+  }
+  return runnable;
+}
+
 // Runs one op (lock held on entry and exit, released while it runs).
 void execute(Lock& lock, const OpPtr& op) {
   op->state = Op::State::running;
@@ -143,7 +155,13 @@ bool step(Lock& lock, const std::vector<OpPtr>& targets, bool wait_for_others) {
     return false;
   }
   Op* pick = runnable.front();
-  if (options().stream_order == StreamOrder::random) pick = runnable[next_random() % runnable.size()];
+  if (options().stream_order == StreamOrder::random) {
+    // A GPU starts independent work as soon as it is queued, so any runnable op may go first,
+    // also one the host is not waiting for: a missing cudaStreamWaitEvent, or a missing host
+    // synchronisation, then gives wrong results under some seeds.
+    const std::vector<Op*> any = all_runnable();
+    pick = any[next_random() % any.size()];
+  }
   const OpPtr op = g_pending.at(pick->seq);
   execute(lock, op);
   return true;
@@ -364,8 +382,11 @@ std::string describe_code_address(const void* address) {
       text = function;
       if (!line.empty() && line.rfind("??", 0) != 0) {
         const size_t colon = line.find(':');
-        std::string file = line.substr(0, colon);
-        text += " (" + std::string(relative_path(file.c_str())) + line.substr(colon) + ")";
+        const std::string file = line.substr(0, colon), number = line.substr(colon + 1);
+        text += std::string(" (") + relative_path(file.c_str());
+        // No line number without debug information: the file only.
+        if (!number.empty() && number[0] != '?') text += ":" + number.substr(0, number.find(' '));
+        text += ")";
       } else {
         text += std::string(" (") + where + ")";
       }

@@ -12,8 +12,9 @@
 // copies, cudaFree, the queries, which run one op per call so polling loops finish). A sync runs
 // exactly the ops it needs (the target and, transitively, what it depends on), never unrelated
 // streams' work, so work the host did not wait for has not happened yet, as far as the host can
-// tell. Among the ops that may run next, StreamOrder::fifo takes the one enqueued first,
-// StreamOrder::random a seeded random one.
+// tell. Among the ops that may run next, StreamOrder::fifo takes the one enqueued first;
+// StreamOrder::random takes a seeded random one among every runnable op (also ops the host does not
+// wait for yet: a GPU may run them at any time), so independent streams run in a random order.
 //
 // Deadlock-free by construction: an op only depends on ops enqueued before it, so the oldest
 // pending op can always run.

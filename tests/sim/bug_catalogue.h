@@ -12,18 +12,24 @@
 namespace simtest {
 
 struct Outcome {
-  enum class Kind { correct, wrong, fault } kind = Kind::correct;
+  enum class Kind { correct, wrong, fault, error } kind = Kind::correct;
   seg::sim::FaultKind fault_kind = seg::sim::FaultKind::trap;
+  std::string error;  // Kind::error: the runtime's error name (a call refused, as on a GPU)
   size_t wrong_elements = 0;
   std::string message;  // the fault report
-  // "correct", "wrong", or "fault:<kind name>"
+  // "correct", "wrong", "fault:<kind name>" or "error:<cudaError name>"
   std::string summary() const;
 };
+
+// Kernel bugs (broken_{barriers,memory,warp,wmma,ptx}.cu) and host-side bugs around correct kernels
+// (broken_streams.cu: streams, devices, graphs, host access); the detection table has one table each.
+enum class BugGroup { kernel, host };
 
 struct Bug {
   const char* id;
   const char* description;
   Outcome (*run)();
+  BugGroup group = BugGroup::kernel;
 };
 
 const std::vector<Bug>& bug_catalogue();
