@@ -36,6 +36,15 @@ cudaError_t query_result(cudaError_t status) {
   return fault != cudaSuccess ? fault : status;
 }
 
+// What synchronising with a stream waits for: its last op; for the legacy stream also the last op
+// of every blocking stream of the device (the legacy stream encompasses them).
+std::vector<OpPtr> stream_targets(CUstream_st& s) {
+  std::vector<OpPtr> targets{s.tail};
+  if (s.kind == CUstream_st::Kind::legacy)
+    for (CUstream_st* b : device_state(s.device).blocking) targets.push_back(b->tail);
+  return targets;
+}
+
 // The latest record of an event, or an error when its latest record was captured.
 cudaError_t captured_event_error(CUevent_st& e) {
   if (!e.capture) return cudaSuccess;
@@ -111,9 +120,9 @@ cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
   CUstream_st* s = resolve_stream(stream);
   if (!s) return set_last_error(cudaErrorInvalidResourceHandle);
   if (const cudaError_t e = check_sync_during_capture(s, s->device); e != cudaSuccess) return set_last_error(e);
-  const OpPtr tail = s->tail;
-  run_until(lock, {tail});
-  host_acquire({tail});
+  const std::vector<OpPtr> targets = stream_targets(*s);
+  run_until(lock, targets);
+  host_acquire(targets);
   throw_pending_fault();
   return cudaSuccess;
 }
@@ -124,12 +133,12 @@ cudaError_t cudaStreamQuery(cudaStream_t stream) {
   CUstream_st* s = resolve_stream(stream);
   if (!s) return set_last_error(cudaErrorInvalidResourceHandle);
   if (const cudaError_t e = check_sync_during_capture(s, s->device); e != cudaSuccess) return set_last_error(e);
-  const OpPtr tail = s->tail;
-  if (all_done({tail})) {
-    host_acquire({tail});
+  const std::vector<OpPtr> targets = stream_targets(*s);
+  if (all_done(targets)) {
+    host_acquire(targets);
     return query_result(cudaSuccess);
   }
-  run_one_toward(lock, {tail});
+  run_one_toward(lock, targets);
   return query_result(cudaErrorNotReady);
 }
 

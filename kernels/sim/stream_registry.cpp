@@ -13,6 +13,11 @@ std::map<cudaStream_t, std::unique_ptr<CUstream_st>>& user_streams() {
   static auto* m = new std::map<cudaStream_t, std::unique_ptr<CUstream_st>>();  // never freed: used at exit
   return *m;
 }
+// Per-thread default streams outlive their threads (work queued on them may still run).
+std::vector<std::unique_ptr<CUstream_st>>& per_thread_streams() {
+  static auto* v = new std::vector<std::unique_ptr<CUstream_st>>();
+  return *v;
+}
 std::set<cudaEvent_t>& events() {
   static auto* s = new std::set<cudaEvent_t>();
   return *s;
@@ -27,8 +32,8 @@ CUstream_st* resolve_stream(cudaStream_t handle) {
   if (handle == cudaStreamPerThread) {
     CUstream_st*& s = h.per_thread[h.device];
     if (!s) {
-      // Lives for the rest of the process: work queued on it may outlive the thread.
-      s = new CUstream_st();
+      per_thread_streams().push_back(std::make_unique<CUstream_st>());
+      s = per_thread_streams().back().get();
       s->kind = CUstream_st::Kind::per_thread;
       s->device = h.device;
       s->id = g_next_stream_id++;
