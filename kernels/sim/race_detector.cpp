@@ -63,6 +63,22 @@ std::map<uintptr_t, size_t>* g_buffers = new std::map<uintptr_t, size_t>();  // 
 uint64_t g_races = 0;
 std::string g_last_report;
 
+// Allocations released by cudaFreeAsync, with their records (race_detector.h, forget_allocation).
+struct Freed {
+  size_t bytes;
+  std::vector<Record> records;
+};
+std::map<uintptr_t, Freed>* g_freed = new std::map<uintptr_t, Freed>();
+constexpr size_t kMaxFreed = 4096;  // the oldest are dropped beyond that
+
+// The freed allocation that contains x (g_mutex held), or end().
+std::map<uintptr_t, Freed>::iterator freed_containing(uintptr_t x) {
+  auto it = g_freed->upper_bound(x);
+  if (it == g_freed->begin()) return g_freed->end();
+  --it;
+  return x < it->first + std::max<size_t>(it->second.bytes, 1) ? it : g_freed->end();
+}
+
 std::string hex(uintptr_t p) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%p", reinterpret_cast<void*>(p));
@@ -82,8 +98,9 @@ const char* kind_text(MemoryKind k) {
 }
 
 std::string report(const Record& first, const AccessOwner& second, bool second_writes, const AllocationInfo& alloc,
-                   uintptr_t begin, uintptr_t end, bool conservative) {
+                   uintptr_t begin, uintptr_t end, bool conservative, bool freed) {
   std::string device = alloc.device >= 0 ? ", device " + std::to_string(alloc.device) : "";
+  if (freed) device += ", freed by cudaFreeAsync";
   std::string r =
       "seg::sim: stream race: two operations on different streams touch the same bytes, at least one of them "
       "writes, and no event or synchronisation orders them\n";
@@ -111,8 +128,19 @@ std::optional<std::string> check_accesses(const AccessOwner& owner, const std::v
   for (const Access& a : accesses) {
     if (a.end <= a.begin) continue;
     AllocationInfo alloc;
-    if (!find_allocation(reinterpret_cast<const void*>(a.begin), &alloc)) continue;
-    std::vector<Record>& records = (*g_shadow)[alloc.begin];
+    std::vector<Record>* shadow = nullptr;
+    bool freed = false;
+    if (find_allocation(reinterpret_cast<const void*>(a.begin), &alloc)) {
+      shadow = &(*g_shadow)[alloc.begin];
+    } else if (auto f = freed_containing(a.begin); f != g_freed->end()) {
+      alloc.begin = f->first;
+      alloc.bytes = f->second.bytes;
+      shadow = &f->second.records;
+      freed = true;
+    } else {
+      continue;
+    }
+    std::vector<Record>& records = *shadow;
     bool reported = false;
     for (const Record& r : records) {
       if (reported || r.component == owner.component) continue;
@@ -121,7 +149,7 @@ std::optional<std::string> check_accesses(const AccessOwner& owner, const std::v
       ++g_races;
       reported = true;
       const std::string text = report(r, owner, a.write, alloc, std::max(r.begin, a.begin), std::min(r.end, a.end),
-                                      conservative_kernel);
+                                      conservative_kernel, freed);
       g_last_report = text;
       if (!first_report) first_report = text;
     }
@@ -135,16 +163,47 @@ std::optional<std::string> check_accesses(const AccessOwner& owner, const std::v
   return first_report;
 }
 
-void forget_allocation(uintptr_t begin, size_t bytes) {
+void forget_allocation(uintptr_t begin, size_t bytes, bool stream_ordered_free) {
   std::lock_guard<std::mutex> lock(g_mutex);
+  if (stream_ordered_free) {
+    if (g_freed->size() >= kMaxFreed) g_freed->erase(g_freed->begin());
+    Freed& f = (*g_freed)[begin];
+    f.bytes = bytes;
+    if (auto it = g_shadow->find(begin); it != g_shadow->end()) f.records = std::move(it->second);
+  }
   g_shadow->erase(begin);
   // Buffers annotated inside the freed allocation go with it.
   g_buffers->erase(g_buffers->lower_bound(begin), g_buffers->lower_bound(begin + std::max<size_t>(bytes, 1)));
 }
 
+void forget_freed(uintptr_t begin, size_t bytes) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  const uintptr_t end = begin + std::max<size_t>(bytes, 1);
+  auto it = g_freed->lower_bound(begin);
+  if (it != g_freed->begin()) {
+    auto prev = std::prev(it);
+    if (prev->first + std::max<size_t>(prev->second.bytes, 1) > begin) it = prev;
+  }
+  while (it != g_freed->end() && it->first < end) it = g_freed->erase(it);
+}
+
+bool freed_by_stream_order(const void* p, uintptr_t* begin, size_t* bytes) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  auto f = freed_containing(reinterpret_cast<uintptr_t>(p));
+  if (f == g_freed->end()) return false;
+  *begin = f->first;
+  *bytes = f->second.bytes;
+  return true;
+}
+
 bool conservative_range(const void* p, uintptr_t* begin, uintptr_t* end) {
   AllocationInfo alloc;
-  if (!find_allocation(p, &alloc)) return false;
+  if (!find_allocation(p, &alloc)) {
+    size_t bytes = 0;
+    if (!freed_by_stream_order(p, begin, &bytes)) return false;
+    *end = *begin + std::max<size_t>(bytes, 1);
+    return true;
+  }
   *begin = alloc.begin;
   *end = alloc.begin + std::max<size_t>(alloc.bytes, 1);
   const auto x = reinterpret_cast<uintptr_t>(p);

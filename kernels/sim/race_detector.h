@@ -73,7 +73,14 @@ struct AccessOwner {
 std::optional<std::string> check_accesses(const AccessOwner& owner, const std::vector<Access>& accesses,
                                           bool conservative_kernel);
 // Forgets everything recorded about an allocation, and the buffers annotated in it (it was freed).
-void forget_allocation(uintptr_t begin, size_t bytes);
+// A stream-ordered free (cudaFreeAsync) keeps the records, its own write among them, until the
+// addresses are allocated again: an unordered access on another stream is still a race with the
+// free, whichever ran first.
+void forget_allocation(uintptr_t begin, size_t bytes, bool stream_ordered_free = false);
+// A new allocation at [begin, begin + bytes): earlier freed allocations there are gone for good.
+void forget_freed(uintptr_t begin, size_t bytes);
+// Whether p lies in memory a stream-ordered free released (and nothing reused): its range.
+bool freed_by_stream_order(const void* p, uintptr_t* begin, size_t* bytes);
 
 // The conservative range of a kernel's pointer argument: the annotated buffer or the allocation
 // that contains it. False when the pointer is not inside any allocation.

@@ -56,7 +56,9 @@ cudaError_t allocate(void** p, size_t bytes, MemoryKind kind, int device, const 
   if (kind != MemoryKind::pinned_host && allocated_device_bytes(device) + bytes > device_memory_capacity())
     return set_last_error(cudaErrorMemoryAllocation);
   *p = allocate_memory(bytes, kind, device, caller);
-  return *p ? cudaSuccess : set_last_error(cudaErrorMemoryAllocation);
+  if (!*p) return set_last_error(cudaErrorMemoryAllocation);
+  forget_freed(reinterpret_cast<uintptr_t>(*p), bytes);
+  return cudaSuccess;
 }
 
 // Checks the device side(s) of a copy against the allocations. cudaMemcpyDefault infers the

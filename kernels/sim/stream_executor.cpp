@@ -54,7 +54,7 @@ std::vector<Op*> runnable_needed(const std::vector<OpPtr>& targets, bool* busy) 
   std::unordered_set<Op*> seen;
   std::vector<Op*> stack, runnable;
   for (const OpPtr& t : targets)
-    if (t && t->state != Op::State::done && seen.insert(t.get()).second) stack.push_back(t.get());
+    if (t && t->seq != 0 && t->state != Op::State::done && seen.insert(t.get()).second) stack.push_back(t.get());
   *busy = false;
   while (!stack.empty()) {
     Op* op = stack.back();
@@ -140,8 +140,9 @@ void execute(Lock& lock, const OpPtr& op) {
   op->cancelled = skip;
   op->deps.clear();
   g_pending.erase(op->seq);
-  if (run.fault) record_fault(*run.fault, op->device, true);
+  // The race first: it usually explains the fault (a kernel running after a free it raced with).
   if (race) record_fault(KernelFault(FaultKind::stream_race, *race), op->device, false);
+  if (run.fault) record_fault(*run.fault, op->device, true);
   g_cv.notify_all();
 }
 
@@ -258,9 +259,10 @@ cudaError_t submit(CUstream_st& s, const OpPtr& op, const Submit& how) {
   return cudaSuccess;
 }
 
+// Ops never enqueued (graph node prototypes, seq 0) are not waited for.
 bool all_done(const std::vector<OpPtr>& ops) {
   for (const OpPtr& op : ops)
-    if (op && op->state != Op::State::done) return false;
+    if (op && op->seq != 0 && op->state != Op::State::done) return false;
   return true;
 }
 

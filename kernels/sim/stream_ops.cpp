@@ -87,6 +87,10 @@ class KernelOp final : public Op {
 
   void execute(OpRun& run) override {
     const LaunchContext context{device, peer_mask(device)};
+    if (std::optional<KernelFault> f = check_freed_arguments()) {
+      run.fault = f;
+      return;
+    }
     if (std::optional<KernelFault> f = check_peer_access(context)) {
       run.fault = f;
       return;
@@ -97,6 +101,23 @@ class KernelOp final : public Op {
   const LaunchStats& stats() const { return stats_; }
 
  private:
+  // Memory released by cudaFreeAsync before the kernel ran: the kernel would touch unmapped memory.
+  std::optional<KernelFault> check_freed_arguments() const {
+    std::vector<PointerArgument> args;
+    request_->invoker->pointer_arguments(args);
+    for (const PointerArgument& a : args) {
+      uintptr_t begin = 0;
+      size_t bytes = 0;
+      if (!a.pointer || inside_allocation(a.pointer, 1) || !freed_by_stream_order(a.pointer, &begin, &bytes)) continue;
+      return KernelFault(FaultKind::bad_address,
+                         "seg::sim: use after a stream-ordered free: " + describe() + ": argument " +
+                             std::to_string(a.index + 1) + " (" + pointer_text(a.pointer) + ") points into a " +
+                             std::to_string(bytes) +
+                             "-byte allocation that cudaFreeAsync released before the kernel ran");
+    }
+    return std::nullopt;
+  }
+
   // Conservative: a pointer argument into another device's memory is a fault even if the kernel
   // never dereferences it (the per-access checks can do it exactly with the LaunchContext).
   std::optional<KernelFault> check_peer_access(const LaunchContext& context) const {
@@ -261,7 +282,7 @@ class FreeOp final : public Op {
                         "seg::sim: " + describe() + ": the pointer is no longer a live allocation (freed twice?)");
       return;
     }
-    forget_allocation(info.begin, info.bytes);
+    forget_allocation(info.begin, info.bytes, true);
   }
 
  private:
