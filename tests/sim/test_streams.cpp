@@ -423,3 +423,35 @@ TEST_CASE("streams: a kernel fault comes out of the next synchronising call, and
   for (const float v : z.download()) CHECK(v == 6.0f);
   cudaStreamDestroy(s);
 }
+
+TEST_CASE("streams: cudaMallocAsync and cudaFreeAsync act in stream order") {
+  const int n = 1 << 18;  // 1 MiB
+  cudaStream_t s;
+  REQUIRE(cudaStreamCreate(&s) == cudaSuccess);
+  size_t free0 = 0, free1 = 0, free2 = 0, total = 0;
+  REQUIRE(cudaMemGetInfo(&free0, &total) == cudaSuccess);
+  float* p = nullptr;
+  REQUIRE(cudaMallocAsync(reinterpret_cast<void**>(&p), n * sizeof(float), s) == cudaSuccess);
+  ks::fill(p, n, 1.0f, s);
+  REQUIRE(cudaFreeAsync(p, s) == cudaSuccess);
+  REQUIRE(cudaMemGetInfo(&free1, &total) == cudaSuccess);
+  CHECK(free0 - free1 == n * sizeof(float));  // the free is queued behind the fill
+  REQUIRE(cudaStreamSynchronize(s) == cudaSuccess);
+  REQUIRE(cudaMemGetInfo(&free2, &total) == cudaSuccess);
+  CHECK(free2 == free0);
+
+  // A kernel queued after the free, on the same stream, is given released memory: a fault, not a
+  // read of unmapped pages.
+  REQUIRE(cudaMallocAsync(reinterpret_cast<void**>(&p), n * sizeof(float), s) == cudaSuccess);
+  REQUIRE(cudaFreeAsync(p, s) == cudaSuccess);
+  ks::fill(p, n, 1.0f, s);
+  bool thrown = false;
+  try {
+    cudaStreamSynchronize(s);
+  } catch (const seg::sim::KernelFault& f) {
+    thrown = f.kind() == seg::sim::FaultKind::bad_address &&
+             std::string(f.what()).find("use after a stream-ordered free: kernel fill_kernel") != std::string::npos;
+  }
+  CHECK(thrown);
+  cudaStreamDestroy(s);
+}
