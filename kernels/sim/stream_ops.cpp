@@ -2,9 +2,13 @@
 // markers (stream_ops.h).
 #include "kernels/sim/stream_ops.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <mutex>
+#include <optional>
+#include <string>
 
 #include "kernels/sim/device_memory.h"
 #include "kernels/sim/worker.h"

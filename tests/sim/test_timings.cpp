@@ -16,10 +16,13 @@ using simtest::DeviceBuffer;
 
 namespace {
 
+// Launches are queued: each measurement waits for the launch to run.
 double seconds(const std::function<void()>& f) {
   f();  // warm-up: fibers, pages
+  REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
   const auto t0 = std::chrono::steady_clock::now();
   f();
+  REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
