@@ -77,8 +77,7 @@ int device_count() { return detail::current_device_count(); }
 void set_device_count(int devices) {
   using namespace detail;
   if (devices < 1 || devices > kMaxDevices)
-    throw std::invalid_argument("seg::sim::set_device_count: " + std::to_string(devices) +
-                                " is not in [1, 64]");
+    throw std::invalid_argument("seg::sim::set_device_count: " + std::to_string(devices) + " is not in [1, 64]");
   Lock lock = runtime_lock();
   for (int d = devices; d < current_device_count(); ++d) {
     if (allocation_count(d) != 0 || user_stream_count(d) != 0 || !pending_ops(d).empty())

@@ -60,7 +60,7 @@ struct Record {
 
 std::mutex g_mutex;
 std::map<uintptr_t, std::vector<Record>>* g_shadow = new std::map<uintptr_t, std::vector<Record>>();  // by allocation
-std::map<uintptr_t, size_t>* g_buffers = new std::map<uintptr_t, size_t>();  // annotate_buffer
+std::map<uintptr_t, size_t>* g_buffers = new std::map<uintptr_t, size_t>();                           // annotate_buffer
 uint64_t g_races = 0;
 std::string g_last_report;
 
@@ -110,8 +110,8 @@ std::string report(const Record& first, const AccessOwner& second, bool second_w
        hex(alloc.begin) + device + "\n";
   r += "  first:  " + first.label->what + (first.write ? " (writes)" : " (reads)") + ", on " + first.label->stream +
        "\n";
-  r += "  second: " + second.label->what + (second_writes ? " (writes)" : " (reads)") + ", on " +
-       second.label->stream + "\n";
+  r += "  second: " + second.label->what + (second_writes ? " (writes)" : " (reads)") + ", on " + second.label->stream +
+       "\n";
   if (conservative)
     r += "  (a kernel's accesses are taken conservatively: the whole allocation behind each pointer argument, "
          "written unless the parameter points to const)\n";
@@ -251,8 +251,9 @@ std::vector<Access> take_noted_accesses() {
   noted.swap(*g_noted);
   g_noted_lock.store(false, std::memory_order_release);
   // Merge: sort by start, join overlapping or touching ranges of the same mode.
-  std::sort(noted.begin(), noted.end(),
-            [](const Access& a, const Access& b) { return a.write != b.write ? a.write < b.write : a.begin < b.begin; });
+  std::sort(noted.begin(), noted.end(), [](const Access& a, const Access& b) {
+    return a.write != b.write ? a.write < b.write : a.begin < b.begin;
+  });
   std::vector<Access> merged;
   for (const Access& a : noted) {
     if (!merged.empty() && merged.back().write == a.write && a.begin <= merged.back().end)

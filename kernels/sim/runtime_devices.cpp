@@ -16,7 +16,7 @@
 
 namespace seg::sim::detail {
 
-cudaError_t set_last_error(cudaError_t e);  // runtime_api.cpp
+cudaError_t set_last_error(cudaError_t e);    // runtime_api.cpp
 constexpr size_t kTotalMemory = 80ull << 30;  // what each simulated device reports (80 GiB)
 
 namespace {

@@ -90,8 +90,9 @@ cudaError_t check_unsafe_call() {
   cudaError_t result = cudaSuccess;
   for (const auto& s : active_sessions()) {
     const bool mine = s->thread == std::this_thread::get_id();
-    const bool forbids = (mine && s->mode != cudaStreamCaptureModeRelaxed) ||
-                         (!mine && h.capture_mode == cudaStreamCaptureModeGlobal && s->mode == cudaStreamCaptureModeGlobal);
+    const bool forbids =
+        (mine && s->mode != cudaStreamCaptureModeRelaxed) ||
+        (!mine && h.capture_mode == cudaStreamCaptureModeGlobal && s->mode == cudaStreamCaptureModeGlobal);
     if (!forbids) continue;
     invalidate(*s, cudaErrorStreamCaptureUnsupported);
     result = cudaErrorStreamCaptureUnsupported;
@@ -224,7 +225,7 @@ cudaError_t cudaStreamIsCapturing(cudaStream_t stream, cudaStreamCaptureStatus* 
   Lock lock = runtime_lock();
   CUstream_st* s = resolve_stream(stream);
   if (!s) return set_last_error(cudaErrorInvalidResourceHandle);
-  *status = !s->capture                                ? cudaStreamCaptureStatusNone
+  *status = !s->capture                              ? cudaStreamCaptureStatusNone
             : s->capture->invalidated != cudaSuccess ? cudaStreamCaptureStatusInvalidated
                                                      : cudaStreamCaptureStatusActive;
   return cudaSuccess;
@@ -238,7 +239,7 @@ cudaError_t cudaStreamGetCaptureInfo(cudaStream_t stream, cudaStreamCaptureStatu
   CUstream_st* s = resolve_stream(stream);
   if (!s) return set_last_error(cudaErrorInvalidResourceHandle);
   const bool active = s->capture != nullptr;
-  *status = !active                                    ? cudaStreamCaptureStatusNone
+  *status = !active                                  ? cudaStreamCaptureStatusNone
             : s->capture->invalidated != cudaSuccess ? cudaStreamCaptureStatusInvalidated
                                                      : cudaStreamCaptureStatusActive;
   if (id) *id = active ? s->capture->id : 0;

@@ -124,8 +124,7 @@ cudaError_t queue_copy(const CopyRequest& r) {
     // The runtime's staging buffer: the source is read now, rows packed.
     auto staged = std::make_shared<std::vector<unsigned char>>(r.width * r.height);
     for (size_t row = 0; row < r.height; ++row)
-      std::memcpy(staged->data() + row * r.width, static_cast<const unsigned char*>(r.src) + row * r.spitch,
-                  r.width);
+      std::memcpy(staged->data() + row * r.width, static_cast<const unsigned char*>(r.src) + row * r.spitch, r.width);
     spec.staged = std::move(staged);
   }
   bool wait = false;
@@ -171,7 +170,8 @@ cudaError_t copy_2d(void* dst, size_t dpitch, const void* src, size_t spitch, si
 cudaError_t memset_2d(void* p, size_t pitch, int value, size_t width, size_t height, cudaStream_t stream, bool async,
                       const char* api, const void* caller) {
   if (width == 0 || height == 0) return cudaSuccess;
-  if (width > pitch || !inside_allocation(p, pitch * (height - 1) + width)) return set_last_error(cudaErrorInvalidValue);
+  if (width > pitch || !inside_allocation(p, pitch * (height - 1) + width))
+    return set_last_error(cudaErrorInvalidValue);
   Lock lock = runtime_lock();
   if (host_thread().in_host_function) return set_last_error(cudaErrorNotPermitted);
   CUstream_st* s = async ? resolve_stream(stream) : resolve_stream(cudaStreamLegacy);
@@ -201,7 +201,8 @@ cudaError_t free_now(void* p, bool host) {
   const std::vector<OpPtr> ops = pending_ops(-1);
   run_until(lock, ops);
   host_acquire(ops);
-  if (!free_memory(p, host ? MemoryKind::pinned_host : MemoryKind::device)) return set_last_error(cudaErrorInvalidValue);
+  if (!free_memory(p, host ? MemoryKind::pinned_host : MemoryKind::device))
+    return set_last_error(cudaErrorInvalidValue);
   forget_allocation(info.begin, info.bytes);
   return cudaSuccess;
 }
@@ -311,8 +312,8 @@ cudaError_t cudaMemcpyPeer(void* dst, int dst_device, const void* src, int src_d
   if (count == 0) return cudaSuccess;
   if (!on_device(dst, count, dst_device) || !on_device(src, count, src_device))
     return set_last_error(cudaErrorInvalidValue);
-  return set_last_error(queue_copy({dst, count, src, count, count, 1, cudaMemcpyDeviceToDevice, nullptr, false,
-                                    "cudaMemcpyPeer", SEG_SIM_CALLER}));
+  return set_last_error(queue_copy(
+      {dst, count, src, count, count, 1, cudaMemcpyDeviceToDevice, nullptr, false, "cudaMemcpyPeer", SEG_SIM_CALLER}));
 }
 cudaError_t cudaMemcpyPeerAsync(void* dst, int dst_device, const void* src, int src_device, size_t count,
                                 cudaStream_t stream) {
@@ -328,16 +329,34 @@ cudaError_t cudaMemcpyPeerAsync(void* dst, int dst_device, const void* src, int 
 cudaError_t cudaMemcpyToSymbol(const void* symbol, const void* src, size_t count, size_t offset, cudaMemcpyKind kind) {
   if (!symbol || (!src && count)) return set_last_error(cudaErrorInvalidValue);
   if (count == 0) return cudaSuccess;
-  CopyRequest r{static_cast<char*>(const_cast<void*>(symbol)) + offset, count, src, count, count, 1, kind,
-                nullptr, false, "cudaMemcpyToSymbol", SEG_SIM_CALLER};
+  CopyRequest r{static_cast<char*>(const_cast<void*>(symbol)) + offset,
+                count,
+                src,
+                count,
+                count,
+                1,
+                kind,
+                nullptr,
+                false,
+                "cudaMemcpyToSymbol",
+                SEG_SIM_CALLER};
   r.to_symbol = true;
   return set_last_error(queue_copy(r));
 }
 cudaError_t cudaMemcpyFromSymbol(void* dst, const void* symbol, size_t count, size_t offset, cudaMemcpyKind kind) {
   if (!symbol || (!dst && count)) return set_last_error(cudaErrorInvalidValue);
   if (count == 0) return cudaSuccess;
-  CopyRequest r{dst, count, static_cast<const char*>(symbol) + offset, count, count, 1, kind, nullptr, false,
-                "cudaMemcpyFromSymbol", SEG_SIM_CALLER};
+  CopyRequest r{dst,
+                count,
+                static_cast<const char*>(symbol) + offset,
+                count,
+                count,
+                1,
+                kind,
+                nullptr,
+                false,
+                "cudaMemcpyFromSymbol",
+                SEG_SIM_CALLER};
   r.from_symbol = true;
   return set_last_error(queue_copy(r));
 }
@@ -345,8 +364,17 @@ cudaError_t cudaMemcpyToSymbolAsync(const void* symbol, const void* src, size_t 
                                     cudaMemcpyKind kind, cudaStream_t stream) {
   if (!symbol || (!src && count)) return set_last_error(cudaErrorInvalidValue);
   if (count == 0) return cudaSuccess;
-  CopyRequest r{static_cast<char*>(const_cast<void*>(symbol)) + offset, count, src, count, count, 1, kind,
-                stream, true, "cudaMemcpyToSymbolAsync", SEG_SIM_CALLER};
+  CopyRequest r{static_cast<char*>(const_cast<void*>(symbol)) + offset,
+                count,
+                src,
+                count,
+                count,
+                1,
+                kind,
+                stream,
+                true,
+                "cudaMemcpyToSymbolAsync",
+                SEG_SIM_CALLER};
   r.to_symbol = true;
   return set_last_error(queue_copy(r));
 }
@@ -354,8 +382,17 @@ cudaError_t cudaMemcpyFromSymbolAsync(void* dst, const void* symbol, size_t coun
                                       cudaStream_t stream) {
   if (!symbol || (!dst && count)) return set_last_error(cudaErrorInvalidValue);
   if (count == 0) return cudaSuccess;
-  CopyRequest r{dst, count, static_cast<const char*>(symbol) + offset, count, count, 1, kind, stream, true,
-                "cudaMemcpyFromSymbolAsync", SEG_SIM_CALLER};
+  CopyRequest r{dst,
+                count,
+                static_cast<const char*>(symbol) + offset,
+                count,
+                count,
+                1,
+                kind,
+                stream,
+                true,
+                "cudaMemcpyFromSymbolAsync",
+                SEG_SIM_CALLER};
   r.from_symbol = true;
   return set_last_error(queue_copy(r));
 }

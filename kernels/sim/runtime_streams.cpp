@@ -173,8 +173,7 @@ cudaError_t cudaStreamAddCallback(cudaStream_t stream, cudaStreamCallback_t call
   Lock lock = runtime_lock();
   CUstream_st* s = resolve_stream(stream);
   if (!s) return set_last_error(cudaErrorInvalidResourceHandle);
-  return set_last_error(
-      submit(*s, make_stream_callback_op(callback, stream, user_data, __builtin_return_address(0))));
+  return set_last_error(submit(*s, make_stream_callback_op(callback, stream, user_data, __builtin_return_address(0))));
 }
 
 // ---- events -----------------------------------------------------------------------------------------
@@ -221,7 +220,9 @@ cudaError_t cudaEventRecordWithFlags(cudaEvent_t event, cudaStream_t stream, uns
   event->frontier.clear();
   return cudaSuccess;
 }
-cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) { return cudaEventRecordWithFlags(event, stream, 0); }
+cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
+  return cudaEventRecordWithFlags(event, stream, 0);
+}
 
 cudaError_t cudaEventQuery(cudaEvent_t event) {
   Lock lock = runtime_lock();

@@ -66,7 +66,8 @@ class Message {
     const char* name = g_object_path;
     for (const char* c = g_object_path; *c; ++c)
       if (*c == '/') name = c + 1;
-    return text(name).text("+").hex(offset).text(" (addr2line -f -C -e ").text(g_object_path).text(" ").hex(offset).text(")");
+    text(name).text("+").hex(offset);
+    return text(" (addr2line -f -C -e ").text(g_object_path).text(" ").hex(offset).text(")");
   }
   Message& dims(unsigned x, unsigned y, unsigned z) {
     return text("(").number(x).text(",").number(y).text(",").number(z).text(")");
@@ -98,7 +99,8 @@ bool explain_host_access(const char* addr, void* context) {
         .text("-byte device allocation (device ")
         .number(static_cast<uint64_t>(a.device))
         .text(")\n  host code cannot read or write device memory: copy it with cudaMemcpy\n");
-    if (a.caller) m.text("  the allocation was made by code at ").code(reinterpret_cast<uintptr_t>(a.caller)).text("\n");
+    if (a.caller)
+      m.text("  the allocation was made by code at ").code(reinterpret_cast<uintptr_t>(a.caller)).text("\n");
   } else if (guard_page_owner(addr, &begin, &bytes)) {
     m.text("  host code accessed the address ")
         .number(reinterpret_cast<uintptr_t>(addr) - begin)

@@ -21,11 +21,11 @@ namespace seg::sim::detail {
 namespace {
 
 std::mutex g_mutex;
-std::condition_variable g_cv;             // an op finished
-std::map<uint64_t, OpPtr> g_pending;      // ops not yet done, by enqueue order
+std::condition_variable g_cv;         // an op finished
+std::map<uint64_t, OpPtr> g_pending;  // ops not yet done, by enqueue order
 uint64_t g_seq = 0;
-uint64_t g_time_ns = 0;                   // simulated device time: the sum of the ops' run times
-uint64_t g_rng = 1;                       // StreamOrder::random
+uint64_t g_time_ns = 0;  // simulated device time: the sum of the ops' run times
+uint64_t g_rng = 1;      // StreamOrder::random
 bool g_rng_seeded = false;
 std::deque<KernelFault> g_faults;         // found, not yet thrown
 constexpr size_t kMaxPendingFaults = 16;  // further ones are dropped (the first explain the rest)

@@ -97,8 +97,8 @@ struct CUstream_st {
   unsigned flags = 0;
   int priority = 0;
   Kind kind = Kind::user;
-  uint32_t component = 0;          // race-detector timeline
-  seg::sim::detail::OpPtr tail;    // last op enqueued (may be done)
+  uint32_t component = 0;        // race-detector timeline
+  seg::sim::detail::OpPtr tail;  // last op enqueued (may be done)
   // Stream capture: the session this stream records into, and the graph nodes the next captured
   // op depends on.
   std::shared_ptr<seg::sim::detail::CaptureSession> capture;
@@ -162,11 +162,11 @@ struct DeviceState {
 struct HostThread {
   int device = 0;
   cudaStreamCaptureMode capture_mode = cudaStreamCaptureModeGlobal;  // cudaThreadExchangeStreamCaptureMode
-  VectorClock clock;                       // what this thread has synchronised with
-  CUstream_st* per_thread[kMaxDevices] = {};  // cudaStreamPerThread, per device
-  bool in_host_function = false;           // host functions may not call the runtime
-  OpPtr last_launch;                       // for last_launch_stats
-  bool joined = false;                     // clock initialised from the other threads' (see host_thread())
+  VectorClock clock;                                                 // what this thread has synchronised with
+  CUstream_st* per_thread[kMaxDevices] = {};                         // cudaStreamPerThread, per device
+  bool in_host_function = false;                                     // host functions may not call the runtime
+  OpPtr last_launch;                                                 // for last_launch_stats
+  bool joined = false;  // clock initialised from the other threads' (see host_thread())
 };
 
 using Lock = std::unique_lock<std::mutex>;
@@ -199,10 +199,10 @@ uint32_t new_component();
 
 // ---- enqueueing (lock held) ------------------------------------------------------------------------
 struct Submit {
-  std::vector<OpPtr> extra_deps;    // e.g. the event record a wait waits for
-  bool in_stream_order = true;      // depends on the stream's tail and becomes it (graph nodes: roots only depend)
+  std::vector<OpPtr> extra_deps;  // e.g. the event record a wait waits for
+  bool in_stream_order = true;    // depends on the stream's tail and becomes it (graph nodes: roots only depend)
   bool becomes_tail = true;
-  uint32_t component = 0;           // 0: the stream's
+  uint32_t component = 0;  // 0: the stream's
 };
 // Queues `op` on `stream` (or records it as a graph node when the stream is capturing). Returns the
 // runtime's error for operations a capture forbids (and invalidates that capture).
@@ -213,7 +213,7 @@ cudaError_t capture_conflict(CUstream_st& stream);
 // ---- running queued work (lock held on entry and exit) ---------------------------------------------
 void run_until(Lock& lock, const std::vector<OpPtr>& targets);
 void run_one_toward(Lock& lock, const std::vector<OpPtr>& targets);  // at most one op
-std::vector<OpPtr> pending_ops(int device);                           // -1: every device
+std::vector<OpPtr> pending_ops(int device);                          // -1: every device
 bool all_done(const std::vector<OpPtr>& ops);
 // The calling host thread has seen `ops` finish: everything it enqueues later happens after them.
 void host_acquire(const std::vector<OpPtr>& ops);

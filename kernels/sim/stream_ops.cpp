@@ -132,15 +132,14 @@ class KernelOp final : public Op {
       if (!a.pointer || !find_allocation(a.pointer, &info) || info.kind != MemoryKind::device) continue;
       if (info.device == context.device || (context.accessible_devices >> info.device & 1u)) continue;
       const std::string d = std::to_string(context.device), p = std::to_string(info.device);
-      return KernelFault(FaultKind::peer_access,
-                         "seg::sim: peer access not enabled: " + describe() + " on device " + d +
-                             " was given a pointer into device " + p + "'s memory (argument " +
-                             std::to_string(a.index + 1) + ", " + pointer_text(a.pointer) + ", in a " +
-                             std::to_string(info.bytes) + "-byte allocation), but device " + d +
-                             " has no peer access to device " + p + "; call cudaDeviceEnablePeerAccess(" + p +
-                             ", 0) while device " + d +
-                             " is current (cudaDeviceCanAccessPeer says whether it can), or copy the data with "
-                             "cudaMemcpyPeerAsync\n  (checked at launch, for every pointer argument)");
+      return KernelFault(
+          FaultKind::peer_access,
+          "seg::sim: peer access not enabled: " + describe() + " on device " + d + " was given a pointer into device " +
+              p + "'s memory (argument " + std::to_string(a.index + 1) + ", " + pointer_text(a.pointer) + ", in a " +
+              std::to_string(info.bytes) + "-byte allocation), but device " + d + " has no peer access to device " + p +
+              "; call cudaDeviceEnablePeerAccess(" + p + ", 0) while device " + d +
+              " is current (cudaDeviceCanAccessPeer says whether it can), or copy the data with "
+              "cudaMemcpyPeerAsync\n  (checked at launch, for every pointer argument)");
     }
     return std::nullopt;
   }
@@ -176,10 +175,10 @@ class CopyOp final : public Op {
     const size_t dspan = s_.dpitch * (s_.height - 1) + s_.width, sspan = s_.spitch * (s_.height - 1) + s_.width;
     const bool dst_ok = still_live(s_.dst, dspan, s_.dst_space);
     if (!dst_ok || (!s_.staged && !still_live(s_.src, sspan, s_.src_space))) {
-      run.fault.emplace(FaultKind::bad_address, "seg::sim: " + describe() + ": its " +
-                                                    (dst_ok ? "source " + pointer_text(s_.src)
-                                                            : "destination " + pointer_text(s_.dst)) +
-                                                    " was freed before the queued copy ran");
+      run.fault.emplace(FaultKind::bad_address,
+                        "seg::sim: " + describe() + ": its " +
+                            (dst_ok ? "source " + pointer_text(s_.src) : "destination " + pointer_text(s_.dst)) +
+                            " was freed before the queued copy ran");
       return;
     }
     const auto* src = s_.staged ? s_.staged->data() : static_cast<const unsigned char*>(s_.src);
@@ -217,9 +216,8 @@ class MemsetOp final : public Op {
   }
   void execute(OpRun& run) override {
     if (!inside_allocation(dst_, pitch_ * (height_ - 1) + width_)) {
-      run.fault.emplace(FaultKind::bad_address,
-                        "seg::sim: " + describe() + ": its destination " + pointer_text(dst_) +
-                            " was freed before the queued memset ran");
+      run.fault.emplace(FaultKind::bad_address, "seg::sim: " + describe() + ": its destination " + pointer_text(dst_) +
+                                                    " was freed before the queued memset ran");
       return;
     }
     auto* d = static_cast<unsigned char*>(dst_);
@@ -240,9 +238,7 @@ class HostFunctionOp final : public Op {
   HostFunctionOp(cudaHostFn_t fn, cudaStreamCallback_t callback, cudaStream_t stream, void* data, const void* caller)
       : fn_(fn), callback_(callback), stream_(stream), data_(data), caller_(caller) {}
   Class op_class() const override { return Class::host; }
-  OpPtr clone() const override {
-    return std::make_shared<HostFunctionOp>(fn_, callback_, stream_, data_, caller_);
-  }
+  OpPtr clone() const override { return std::make_shared<HostFunctionOp>(fn_, callback_, stream_, data_, caller_); }
   std::string describe() const override {
     return std::string(fn_ ? "host function" : "stream callback") + " queued from " + describe_code_address(caller_);
   }

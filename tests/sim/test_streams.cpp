@@ -77,7 +77,7 @@ TEST_CASE("streams: a launch runs when the host synchronises, in stream order") 
   CHECK(std::isnan(y[0]));
   CHECK(std::isnan(y[n - 1]));
   REQUIRE(cudaStreamSynchronize(s) == cudaSuccess);
-  for (int i = 0; i < n; ++i) CHECK(y[i] == 2.0f);  // fill, then add_one: stream order
+  SEG_CHECK_CLOSE(y.values(), std::vector<float>(n, 2.0f), seg::test::Tolerance{});  // fill, then add_one: in order
 
   PinnedBuffer<int> log(16), count(1);
   count[0] = 0;
@@ -120,7 +120,7 @@ TEST_CASE("streams: cudaMemcpyAsync stages pageable sources at the call, pinned 
     REQUIRE(cudaMemcpyAsync(d.get(), src.data(), n * sizeof(float), cudaMemcpyHostToDevice, s) == cudaSuccess);
     std::fill(src.begin(), src.end(), 2.0f);  // the host reuses its buffer at once: allowed
     REQUIRE(cudaStreamSynchronize(s) == cudaSuccess);
-    for (const float v : d.download()) CHECK(v == 1.0f);
+    SEG_CHECK_CLOSE(d.download(), std::vector<float>(d.size(), 1.0f), seg::test::Tolerance{});
   }
   SUBCASE("pinned: the DMA happens in stream order, so a write before the sync is seen") {
     PinnedBuffer<float> src(n);
@@ -128,7 +128,7 @@ TEST_CASE("streams: cudaMemcpyAsync stages pageable sources at the call, pinned 
     REQUIRE(cudaMemcpyAsync(d.get(), src.get(), n * sizeof(float), cudaMemcpyHostToDevice, s) == cudaSuccess);
     for (int i = 0; i < n; ++i) src[i] = 2.0f;  // a bug on a GPU: the copy may read either value
     REQUIRE(cudaStreamSynchronize(s) == cudaSuccess);
-    for (const float v : d.download()) CHECK(v == 2.0f);
+    SEG_CHECK_CLOSE(d.download(), std::vector<float>(d.size(), 2.0f), seg::test::Tolerance{});
   }
   SUBCASE("device to pinned: the destination holds the old bytes until the stream is synchronised") {
     d.upload(std::vector<float>(n, 3.0f));
@@ -145,7 +145,8 @@ TEST_CASE("streams: cudaMemcpyAsync stages pageable sources at the call, pinned 
     std::vector<float> dst(n, -1.0f);
     ks::add_one(d.get(), n, s);
     REQUIRE(cudaMemcpyAsync(dst.data(), d.get(), n * sizeof(float), cudaMemcpyDeviceToHost, s) == cudaSuccess);
-    for (const float v : dst) CHECK(v == 5.0f);  // waited for the kernel before it, too
+    // waited for the kernel before it, too
+    SEG_CHECK_CLOSE(dst, std::vector<float>(dst.size(), 5.0f), seg::test::Tolerance{});
   }
   cudaStreamDestroy(s);
 }
@@ -201,7 +202,7 @@ TEST_CASE("streams: cudaStreamWaitEvent orders one stream after another's record
     REQUIRE(cudaStreamWaitEvent(st.b, ready, 0) == cudaSuccess);
     ks::affine(x.get(), y.get(), n, 2.0f, 1.0f, st.b);
     REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
-    CHECK(simtest::count_mismatches(y.download(), want, 0, 0, "affine after the wait") == 0);
+    SEG_CHECK_CLOSE(y.download(), want, seg::test::Tolerance{0, 0});  // affine after the wait: exact
     cudaEventDestroy(ready);
   }
 }
@@ -253,7 +254,7 @@ TEST_CASE("streams: the legacy default stream synchronises with blocking streams
       cudaStream_t blocking;
       REQUIRE(cudaStreamCreate(&blocking) == cudaSuccess);
       ks::append_tag(log.get(), count.get(), 1, blocking);
-      ks::append_tag(log.get(), count.get(), 2, 0);  // waits for blocking's work before it
+      ks::append_tag(log.get(), count.get(), 2, 0);         // waits for blocking's work before it
       ks::append_tag(log.get(), count.get(), 3, blocking);  // waits for the legacy stream's work
       CHECK(tags(log, count) == std::vector<int>{1, 2, 3});
       cudaStreamDestroy(blocking);
@@ -287,15 +288,17 @@ TEST_CASE("streams: a synchronous cudaMemcpy waits for blocking streams' work, n
   REQUIRE(cudaStreamCreate(&blocking) == cudaSuccess);
   REQUIRE(cudaStreamCreateWithFlags(&nonblocking, cudaStreamNonBlocking) == cudaSuccess);
   ks::fill(d.get(), n, 7.0f, blocking);
-  for (const float v : d.download()) CHECK(v == 7.0f);  // the legacy stream waited
+  // the legacy stream waited
+  SEG_CHECK_CLOSE(d.download(), std::vector<float>(d.size(), 7.0f), seg::test::Tolerance{});
 
   seg::sim::Options no_races;
   no_races.race_check = false;  // the race detector reports this bug (test_stream_races.cpp)
   seg::sim::ScopedOptions scoped(no_races);
   ks::fill(d.get(), n, 9.0f, nonblocking);
-  for (const float v : d.download()) CHECK(v == 7.0f);  // the fill has not run yet
+  // the fill has not run yet
+  SEG_CHECK_CLOSE(d.download(), std::vector<float>(d.size(), 7.0f), seg::test::Tolerance{});
   REQUIRE(cudaStreamSynchronize(nonblocking) == cudaSuccess);
-  for (const float v : d.download()) CHECK(v == 9.0f);
+  SEG_CHECK_CLOSE(d.download(), std::vector<float>(d.size(), 9.0f), seg::test::Tolerance{});
   cudaStreamDestroy(blocking);
   cudaStreamDestroy(nonblocking);
 }
@@ -363,7 +366,7 @@ TEST_CASE("streams: a destroyed stream's queued work still runs") {
   CHECK(cudaStreamQuery(s) == cudaErrorInvalidResourceHandle);
   (void)cudaGetLastError();
   REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
-  for (const float v : d.download()) CHECK(v == 4.0f);
+  SEG_CHECK_CLOSE(d.download(), std::vector<float>(d.size(), 4.0f), seg::test::Tolerance{});
 }
 
 TEST_CASE("streams: a kernel fault comes out of the next synchronising call, and later work is skipped") {
@@ -390,7 +393,8 @@ TEST_CASE("streams: a kernel fault comes out of the next synchronising call, and
     }
     CHECK(thrown);
     CHECK(cudaGetLastError() == cudaSuccess);
-    for (const float v : z.download()) CHECK(v == 0.0f);  // the fill after the fault was skipped
+    // the fill after the fault was skipped
+    SEG_CHECK_CLOSE(z.download(), std::vector<float>(z.size(), 0.0f), seg::test::Tolerance{});
   }
   SUBCASE("the next SEG_LAUNCH throws it") {
     ks::trap(y.get(), s);
@@ -415,12 +419,12 @@ TEST_CASE("streams: a kernel fault comes out of the next synchronising call, and
     }
     CHECK(thrown);
     ks::fill(z.get(), n, 1.0f, s);
-    for (const float v : z.download()) CHECK(v == 1.0f);  // ran at the call
+    SEG_CHECK_CLOSE(z.download(), std::vector<float>(z.size(), 1.0f), seg::test::Tolerance{});  // ran at the call
   }
   // Afterwards the simulator is usable again.
   ks::fill(z.get(), n, 6.0f, s);
   REQUIRE(cudaStreamSynchronize(s) == cudaSuccess);
-  for (const float v : z.download()) CHECK(v == 6.0f);
+  SEG_CHECK_CLOSE(z.download(), std::vector<float>(z.size(), 6.0f), seg::test::Tolerance{});
   cudaStreamDestroy(s);
 }
 
