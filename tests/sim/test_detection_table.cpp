@@ -17,8 +17,9 @@ std::string describe(const simtest::BugRun& r) {
     return r.outcome;
   }
   // The simulator's own SIGSEGV explanations first, then sanitizer reports.
-  for (const char* report : {"dynamic shared memory given at launch", "device allocation", "stack overflow:",
-                             "heap-buffer-overflow", "use-after-poison", "out of bounds", "SEGV on unknown address"})
+  for (const char* report : {"dynamic shared memory given at launch", "a use after free", "device allocation",
+                             "stack overflow:", "heap-buffer-overflow", "heap-use-after-free", "use-after-poison",
+                             "out of bounds", "SEGV on unknown address"})
     if (r.caught_by(report)) return std::string("crash: ") + report;
   return r.signal ? "killed by signal " + std::to_string(r.signal) : "exit " + std::to_string(r.exit_code);
 }
