@@ -2,8 +2,8 @@
 // classification of an address, and the fault reports.
 //
 // Cost. The callbacks run for every load and store of kernel code, so the common cases are a few
-// compares on one thread-local context: the thread's own stack, the last device allocation hit, the
-// built-in variables, the last two static shared arrays and the dynamic shared memory. Everything
+// compares on one thread-local context: the thread's own stack, the last four device allocations hit,
+// the built-in variables, the last two static shared arrays and the dynamic shared memory. Everything
 // else (the first access to an allocation, __device__ variables, kernel parameters, faults) takes
 // the slow path: the registry under its spin lock, the symbol table, the loaded segments.
 #include "kernels/sim/access_check.h"
@@ -44,7 +44,8 @@ struct AccessContext {
   bool check = true;
   bool count = false;
   Range stack;       // the running simulated thread's stack
-  Range hit;         // the last live allocation an access hit
+  Range hits[4];     // the last live allocations accesses hit (a kernel reads x and writes y: two)
+  unsigned next_hit = 0;
   Range builtins;    // threadIdx, blockIdx, blockDim, gridDim, when they are contiguous
   Range shared[2];   // the last two static __shared__ arrays hit
   unsigned next_shared = 0;
@@ -190,7 +191,8 @@ MemorySpace classify_slow(AccessContext& c, uintptr_t a, uint32_t n, bool store,
     const bool reachable = live.kind != MemoryKind::device || live.device == c.device ||
                            (live.device >= 0 && live.device < 64 && (c.accessible_devices >> live.device & 1u));
     if (fits && reachable) {
-      c.hit = Range{live.begin, live.bytes};
+      c.hits[c.next_hit] = Range{live.begin, live.bytes};
+      c.next_hit = (c.next_hit + 1) % 4;
       return MemorySpace::global;
     }
     if (!c.check) return MemorySpace::local;
@@ -257,9 +259,11 @@ MemorySpace classify_slow(AccessContext& c, uintptr_t a, uint32_t n, bool store,
 // The common cases inline; returns the space (local, parameter, builtin: not counted).
 inline MemorySpace classify(AccessContext& c, uintptr_t a, uint32_t n, bool store, uintptr_t pc, const Where* where) {
   if (c.stack.holds(a, n)) return MemorySpace::local;
-  if (c.hit.holds(a, n)) return MemorySpace::global;
+  if (c.hits[0].holds(a, n) || c.hits[1].holds(a, n) || c.hits[2].holds(a, n) || c.hits[3].holds(a, n))
+    return MemorySpace::global;
   if (c.builtins.holds(a, n)) return MemorySpace::builtin;
   if (c.shared[0].holds(a, n) || c.shared[1].holds(a, n) || c.smem.holds(a, n)) return MemorySpace::shared;
+  if (c.params.holds(a, n)) return MemorySpace::parameter;  // every thread copies the arguments once
   return classify_slow(c, a, n, store, pc, where);
 }
 
