@@ -11,6 +11,7 @@
 namespace {
 
 std::string describe(const simtest::BugRun& r) {
+  if (r.caught_by("[run_child: killed after 300 s]")) return "hang (killed)";
   if (!r.outcome.empty()) {
     if (r.caught_by("ThreadSanitizer: data race")) return "TSan race";
     if (r.outcome == "correct" && r.exit_code != 0) return "exit " + std::to_string(r.exit_code);
