@@ -9,11 +9,12 @@
 #   libyaml-cpp-dev      reading upstream's YAML config files as they are
 #   ccache               faster rebuilds (used automatically when present)
 #   hyperfine            timing whole commands in benchmarks
+#   libonnx-dev          ONNX protobuf classes and checker for `segtrain export`
 # The CUDA toolkit (nvcc, cuBLASLt, cuDNN, NCCL) is expected at /usr/local/cuda when present;
 # without it segtrain builds CPU-only.
 set -euo pipefail
 
-packages=(cmake g++ make doctest-dev nlohmann-json3-dev libstb-dev libyaml-cpp-dev ccache hyperfine)
+packages=(cmake g++ make doctest-dev nlohmann-json3-dev libstb-dev libyaml-cpp-dev ccache hyperfine libonnx-dev)
 
 missing=()
 for p in "${packages[@]}"; do

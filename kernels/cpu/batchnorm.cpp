@@ -37,36 +37,30 @@ void channel_reduce(int64_t P, int64_t C, double* out_a, double* out_b, Body bod
 
 template <class T>
 void bn_channel_moments(const T* x, int64_t P, int64_t C, double* mean, double* m2) {
-  // Each chunk: its own mean (pass 1) and squared deviations from it (pass 2, cache-hot). Pass 1
-  // sums x - pivot (the chunk's first value) so the f32 partial sums stay small and exact enough;
-  // pass 2 uses the mean rounded to the arithmetic type, and the exact correction
-  // M2(mean) = M2(center) - n*(mean - center)^2 is applied in double.
+  // Each chunk: its own mean (pass 1) and squared deviations from it (pass 2, cache-hot), both
+  // summed in double whatever the storage, as PyTorch's CPU batch_norm does: a float sum of 512
+  // values drifts by ~sqrt(512) float roundings of the partial sum, which made our float32 running
+  // mean 80x less accurate than PyTorch's on the model goldens (tests/models/test_model_goldens.cpp).
+  // The chunks are merged in a fixed order (Chan et al., below), so results do not depend on threads.
   const int64_t chunks = (P + kPixelChunk - 1) / kPixelChunk;
   std::vector<double> part(static_cast<size_t>(chunks * 2 * C), 0.0);
   parallel_for(0, chunks, 1, [&](int64_t c0, int64_t c1) {
-    std::vector<acc_t<T>> pivot(static_cast<size_t>(C)), s(static_cast<size_t>(C)), d(static_cast<size_t>(C));
+    std::vector<double> s(static_cast<size_t>(C)), d(static_cast<size_t>(C));
     for (int64_t k = c0; k < c1; ++k) {
       const int64_t lo = k * kPixelChunk, hi = std::min(P, (k + 1) * kPixelChunk);
       const double n = static_cast<double>(hi - lo);
-      for (int64_t c = 0; c < C; ++c) pivot[c] = load(x[lo * C + c]);
-      std::fill(s.begin(), s.end(), acc_t<T>(0));
-      std::fill(d.begin(), d.end(), acc_t<T>(0));
+      std::fill(s.begin(), s.end(), 0.0);
+      std::fill(d.begin(), d.end(), 0.0);
       for (int64_t p = lo; p < hi; ++p)
-        for (int64_t c = 0; c < C; ++c) s[c] += load(x[p * C + c]) - pivot[c];
+        for (int64_t c = 0; c < C; ++c) s[c] += static_cast<double>(load(x[p * C + c]));
       double* out = part.data() + k * 2 * C;
-      for (int64_t c = 0; c < C; ++c) {
-        out[c] = static_cast<double>(pivot[c]) + static_cast<double>(s[c]) / n;  // the chunk mean, in double
-        s[c] = static_cast<acc_t<T>>(out[c]);                                   // the centre for pass 2
-      }
+      for (int64_t c = 0; c < C; ++c) out[c] = s[c] / n;  // the chunk mean
       for (int64_t p = lo; p < hi; ++p)
         for (int64_t c = 0; c < C; ++c) {
-          const acc_t<T> v = load(x[p * C + c]) - s[c];
+          const double v = static_cast<double>(load(x[p * C + c])) - out[c];
           d[c] += v * v;
         }
-      for (int64_t c = 0; c < C; ++c) {
-        const double off = out[c] - static_cast<double>(s[c]);
-        out[C + c] = static_cast<double>(d[c]) - n * off * off;
-      }
+      for (int64_t c = 0; c < C; ++c) out[C + c] = d[c];
     }
   });
   // Chan et al.: merging (n_a, mean_a, M2_a) and (n_b, mean_b, M2_b) gives

@@ -118,13 +118,14 @@ unsigned RunQueue::pop(Schedule schedule, uint64_t& rng_state) {
 
 // ---- reports ------------------------------------------------------------------------------------
 
+// Source paths in reports are relative to the repository. __FILE__ is absolute when CMake passes
+// absolute paths, but relative to the build folder ("../../tests/sim/x.cu") when ccache rewrites
+// them (its base_dir setting): both forms come out as "tests/sim/x.cu".
 const char* relative_path(const char* file) {
 #ifdef SEG_SIM_SOURCE_ROOT
   const size_t n = std::strlen(SEG_SIM_SOURCE_ROOT);
   if (std::strncmp(file, SEG_SIM_SOURCE_ROOT, n) == 0) return file + n;
 #endif
-  // A path relative to the build directory (ccache's base_dir rewrites the compiler's paths so):
-  // "../../../tests/sim/x.cu" climbs back to the repository root.
   while (std::strncmp(file, "../", 3) == 0) file += 3;
   return file;
 }
