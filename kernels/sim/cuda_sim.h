@@ -43,3 +43,13 @@
 #include "kernels/sim/sync.h"
 #include "kernels/sim/warp.h"
 #include "kernels/sim/wmma.h"
+
+// A gap after the static __shared__ arrays of this .cu file, for the pointer checks
+// (access_check.cpp): g++ lays out a file's thread_locals in reverse order of definition, so this
+// one, defined before any kernel, ends up after the file's arrays, and an access that runs off the
+// end of the last of them lands here instead of in the next file's array. Never touched otherwise.
+namespace seg::sim::detail {
+namespace {
+[[maybe_unused]] __attribute__((used)) thread_local char shared_redzone[256];
+}  // namespace
+}  // namespace seg::sim::detail

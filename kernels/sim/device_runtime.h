@@ -14,6 +14,11 @@
 
 #include "kernels/sim/sim.h"
 
+// Marks runtime code that lives in headers (templates instantiated in .cu files) as not
+// instrumented for the pointer checks (access_check.h): code that reads other lanes' data on their
+// stacks, or moves a whole WMMA tile on the warp's behalf after checking it once.
+#define SEG_SIM_NO_ACCESS_CHECKS __attribute__((no_sanitize_address))
+
 namespace seg::sim::detail {
 
 using Where = std::source_location;

@@ -48,6 +48,8 @@ class Fiber {
   // Whether `addr` lies in this fiber's guard page (used to explain a SIGSEGV as a stack overflow).
   bool in_guard_page(const void* addr) const;
   size_t stack_bytes() const { return stack_size_; }
+  // Lowest usable address of the stack (the guard page is just below); null for a host fiber.
+  const void* stack_base() const { return stack_base_; }
 
   friend void switch_fiber(Fiber& from, Fiber& to);
 

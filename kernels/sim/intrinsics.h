@@ -72,7 +72,13 @@ inline float __fadd_rn(float a, float b) { return a + b; }
 inline float __fsub_rn(float a, float b) { return a - b; }
 inline float __fmul_rn(float a, float b) { return a * b; }
 inline float __fdiv_rn(float a, float b) { return a / b; }
-inline float __fmaf_rn(float a, float b, float c) { return fmaf(a, b, c); }
+namespace seg::sim::detail {
+void count_fp32_fma();  // the FP32 FMA counter (counter_hooks.h); nothing unless the launch is counted
+}  // namespace seg::sim::detail
+inline float __fmaf_rn(float a, float b, float c) {
+  seg::sim::detail::count_fp32_fma();
+  return fmaf(a, b, c);
+}
 inline double __dadd_rn(double a, double b) { return a + b; }
 inline double __dmul_rn(double a, double b) { return a * b; }
 inline double __fma_rn(double a, double b, double c) { return fma(a, b, c); }

@@ -7,6 +7,8 @@
 #include <mutex>
 #include <thread>
 
+#include "kernels/sim/access_check.h"
+#include "kernels/sim/counter_hooks.h"
 #include "kernels/sim/device_memory.h"
 #include "kernels/sim/sanitizer_hooks.h"
 #include "kernels/sim/worker.h"
@@ -79,6 +81,8 @@ void run_worker(Worker& w, LaunchState& launch, uint64_t first, uint64_t stride)
       break;
     }
   }
+  access_release_worker(w);
+  counters_release_worker(w);
   std::lock_guard<std::mutex> lock(launch.mutex);
   LaunchStats& s = launch.stats;
   s.blocks += w.stats.blocks;
@@ -163,7 +167,7 @@ class WorkerPool {
 
 }  // namespace
 
-LaunchStats run_launch(const LaunchRequest& request, const LaunchContext& context) {
+LaunchResult run_launch(const LaunchRequest& request, const LaunchContext& context) {
   LaunchState launch;
   launch.request = &request;
   launch.context = context;
@@ -174,6 +178,7 @@ LaunchStats run_launch(const LaunchRequest& request, const LaunchContext& contex
   launch.switch_impl =
       (launch.options.use_ucontext || !has_assembly_switch()) ? SwitchImpl::ucontext : SwitchImpl::assembly;
   install_segv_handler();
+  counters_begin_launch(launch);
 
   const uint64_t workers = std::min<uint64_t>(static_cast<uint64_t>(launch.options.workers), launch.total_blocks);
   if (workers <= 1) {
@@ -191,14 +196,18 @@ LaunchStats run_launch(const LaunchRequest& request, const LaunchContext& contex
                  static_cast<unsigned long long>(s.barriers), static_cast<unsigned long long>(s.warp_collectives),
                  static_cast<unsigned long long>(s.inactive_lane_reads));
   }
+  const std::string slack = launch.fault ? std::string() : check_allocation_slack();
+  LaunchResult result;
+  result.counters = counters_end_launch(launch, launch.fault.has_value() || !slack.empty());
   if (launch.fault) throw *launch.fault;
-  const std::string slack = check_allocation_slack();
   if (!slack.empty())
     throw KernelFault(FaultKind::out_of_bounds, std::string("seg::sim: out-of-bounds write: kernel ") +
                                                     request.kernel_name + " launched at " +
                                                     relative_path(request.file) + ":" + std::to_string(request.line) +
                                                     " wrote past the end of device allocations:\n" + slack);
-  return launch.stats;
+  result.stats = launch.stats;
+  if (context.record_accesses) result.touched = merge_accesses(std::move(launch.touched));
+  return result;
 }
 
 int launch_device() { return running_worker("launch_device").launch->context.device; }

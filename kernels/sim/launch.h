@@ -48,6 +48,9 @@ class KernelInvoker {
   virtual void run_thread() const = 0;
   // The arguments of pointer type (pointers inside structs passed by value are not seen).
   virtual void pointer_arguments(std::vector<PointerArgument>& out) const = 0;
+  // The bytes of this object (the kernel pointer and the stored arguments): kernel code reads the
+  // arguments from here, which the pointer checks accept as the kernel's parameter space.
+  virtual size_t storage_bytes() const = 0;
 };
 
 struct LaunchRequest {
@@ -62,16 +65,18 @@ struct LaunchRequest {
 };
 
 // Where a queued launch runs: its device and the devices whose memory it may touch (itself and
-// the peers whose access was enabled when it started). Read by the per-access checks.
+// the peers whose access was enabled when it started). Read by the per-access checks
+// (access_check.cpp), which fault on an access to any other device's memory.
 struct LaunchContext {
   int device = 0;
   uint64_t accessible_devices = 1;  // bit d: device d
+  // Record the exact global byte ranges the kernel touches, for the stream race detector (only
+  // where kernel code is instrumented: the default build).
+  bool record_accesses = false;
 };
 
 // Checks the launch and queues it on its stream (stream_executor.cpp).
 void enqueue_launch(std::shared_ptr<const LaunchRequest> request);
-// Runs every block of a launch now, on the calling thread (and the worker pool); throws its fault.
-LaunchStats run_launch(const LaunchRequest& request, const LaunchContext& context);
 // Throws KernelFault(launch_config) when the grid, block or shared memory request is invalid.
 void validate_launch(const LaunchRequest& request);
 
@@ -86,6 +91,7 @@ class Invoker final : public KernelInvoker {
   void pointer_arguments(std::vector<PointerArgument>& out) const override {
     collect(out, std::index_sequence_for<Params...>{});
   }
+  size_t storage_bytes() const override { return sizeof *this; }
 
  private:
   template <size_t... I>

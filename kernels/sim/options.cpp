@@ -73,6 +73,18 @@ Options from_environment() {
   o.sync_launch = env_integer("SEG_SIM_SYNC_LAUNCH", 0, 0, 1) != 0;
   o.race_check = env_integer("SEG_SIM_RACE_CHECK", 1, 0, 1) != 0;
   o.host_access_faults = env_integer("SEG_SIM_HOST_FAULTS", 1, 0, 1) != 0;
+  o.check_pointers = env_integer("SEG_SIM_CHECK_POINTERS", 1, 0, 1) != 0;
+  const std::string profile = env("SEG_SIM_PROFILE");
+  if (profile.empty() || profile == "0") {
+    o.profile = ProfileOutput::none;
+  } else if (profile == "1") {
+    o.profile = ProfileOutput::each_launch;
+  } else if (profile == "summary") {
+    o.profile = ProfileOutput::summary;
+  } else {
+    bad_env("SEG_SIM_PROFILE", profile, "0, 1 or summary");
+  }
+  o.counters = o.profile != ProfileOutput::none;
   return o;
 }
 
@@ -144,9 +156,13 @@ const char* fault_kind_name(FaultKind k) {
     case FaultKind::shared_overrun:
       return "dynamic shared memory overrun";
     case FaultKind::out_of_bounds:
-      return "out-of-bounds write";
+      return "out-of-bounds access";
     case FaultKind::bad_address:
       return "address in the wrong memory space";
+    case FaultKind::use_after_free:
+      return "use after free";
+    case FaultKind::stack_overflow:
+      return "stack overflow";
     case FaultKind::trap:
       return "trap";
     case FaultKind::stream_race:

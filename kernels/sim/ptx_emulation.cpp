@@ -8,6 +8,8 @@
 #include <cstdio>
 #include <cstring>
 
+#include "kernels/sim/access_check.h"
+#include "kernels/sim/counter_hooks.h"
 #include "kernels/sim/device_memory.h"
 #include "kernels/sim/worker.h"
 
@@ -86,6 +88,7 @@ void mma_complete(WarpOpView& v) {
       d[i] = acc;
     }
   }
+  seg::sim::detail::count_mma(16, 8, 16, false);
 }
 
 seg::sim::detail::CpAsyncState& cp_async_state(const char* what) {
@@ -133,6 +136,7 @@ void ldmatrix_collective(const uint16_t (&row)[8], uint32_t* regs, int matrices,
 
 void cp_async_check(void* dst, const void* src, int cp_size, int src_size, const Where& where) {
   using seg::sim::detail::fault;
+  using seg::sim::detail::MemorySpace;
   if (cp_size != 4 && cp_size != 8 && cp_size != 16)
     fault(FaultKind::bad_argument, "cp.async: cp-size " + std::to_string(cp_size) + " is not 4, 8 or 16", where);
   if (src_size < 0 || src_size > cp_size)
@@ -143,6 +147,10 @@ void cp_async_check(void* dst, const void* src, int cp_size, int src_size, const
           "cp.async: destination " + pointer_text(dst) + " or source " + pointer_text(src) +
               " is not aligned to the copy size " + std::to_string(cp_size),
           where);
+  // The pointer checks first: they tell a freed or overrun source from one in host memory.
+  MemorySpace source_space = MemorySpace::global;
+  if (src_size > 0)
+    source_space = seg::sim::detail::check_runtime_access(src, static_cast<size_t>(src_size), false, "cp.async", where);
   if (src_size > 0 && !seg::sim::detail::is_device_allocation(src, static_cast<size_t>(src_size)))
     fault(FaultKind::bad_address,
           "cp.async: source " + pointer_text(src) + " (" + std::to_string(src_size) +
@@ -153,6 +161,15 @@ void cp_async_check(void* dst, const void* src, int cp_size, int src_size, const
           "cp.async: destination " + pointer_text(dst) +
               " is global memory (a cudaMalloc allocation); cp.async writes shared memory",
           where);
+  seg::sim::detail::check_runtime_access(dst, static_cast<size_t>(cp_size), true, "cp.async", where);
+  // Counted as the global load it is (the shared-memory side is not counted). The call site in
+  // the kernel groups the lanes' copies into requests, like an instrumented access.
+  if (seg::sim::detail::counting() && src_size > 0) {
+    seg::sim::detail::Worker& w = seg::sim::detail::running_worker("cp.async");
+    seg::sim::detail::count_access(w, *w.current, source_space, reinterpret_cast<uintptr_t>(src),
+                                   static_cast<uint32_t>(src_size), false,
+                                   reinterpret_cast<uintptr_t>(__builtin_return_address(0)));
+  }
 }
 
 void cp_async_issue(void* dst, const unsigned char (&data)[16], int cp_size) {

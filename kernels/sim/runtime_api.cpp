@@ -19,6 +19,7 @@
 #include <map>
 #include <mutex>
 
+#include "kernels/sim/counters.h"
 #include "kernels/sim/stream_executor.h"
 #include "kernels/sim/stream_ops.h"
 #include "kernels/sim/worker.h"
@@ -106,6 +107,18 @@ LaunchStats last_launch_stats() {
   throw_pending_fault();
   const LaunchStats* stats = kernel_op_stats(*op);
   return stats ? *stats : LaunchStats{};
+}
+
+KernelCounters last_launch_counters() {
+  using namespace detail;
+  Lock lock = runtime_lock();
+  const OpPtr op = host_thread().last_launch;
+  if (!op) return {};
+  run_until(lock, {op});
+  host_acquire({op});
+  throw_pending_fault();
+  const KernelCounters* counters = kernel_op_counters(*op);
+  return counters ? *counters : KernelCounters{};
 }
 
 }  // namespace seg::sim

@@ -16,7 +16,9 @@
 #include <cstring>
 #include <sstream>
 
+#include "kernels/sim/access_check.h"
 #include "kernels/sim/builtins.h"
+#include "kernels/sim/counter_hooks.h"
 #include "kernels/sim/sanitizer_hooks.h"
 #include "kernels/sim/worker.h"
 
@@ -41,6 +43,7 @@ uint64_t splitmix64(uint64_t& state) {
 void activate(Worker& w, SimThread& t) {
   w.current = &t;
   threadIdx = t.tid;
+  access_switched_to(t);
   ++w.stats.context_switches;
 }
 
@@ -312,6 +315,23 @@ void run_kernel_body(Worker& w) {
   die("an abandoned simulated thread was resumed");
 }
 
+}  // namespace
+
+// A fault raised where the thread cannot unwind (the instrumentation callbacks, which g++ calls as
+// nothrow functions): the thread is parked at once, its destructors never run, and its fiber is
+// discarded before the next launch (fibers_need_reset).
+void raise_fault_without_unwinding(Worker& w, FaultKind kind, std::string report) {
+  if (!w.current) die("raise_fault_without_unwinding outside a simulated thread: " + report);
+  BlockRun& b = w.block;
+  b.faulted = true;
+  b.fault_kind = kind;
+  b.fault_report = std::move(report);
+  w.fibers_need_reset = true;
+  park_abandoned(w, *w.current);
+}
+
+namespace {
+
 void thread_main(void* arg) {
   SimThread& me = *static_cast<SimThread*>(arg);
   for (;;) {
@@ -367,6 +387,7 @@ void complete_barrier(Worker& w) {
   b.barrier_true = 0;
   ++b.barrier_generation;
   ++w.stats.barriers;
+  count_barrier(w);  // every thread is here: the warps reconverge (counter_hooks.h)
 }
 
 }  // namespace
@@ -447,6 +468,8 @@ void prepare_worker(Worker& w, LaunchState& launch) {
   w.smem.prepare(launch.request->dynamic_smem);
   w.block.warps.assign((n + 31) / 32, WarpState{});
   w.block.queue.reset(n);
+  counters_prepare_worker(w);
+  access_prepare_worker(w);
 }
 
 void run_block(Worker& w, uint64_t linear) {
@@ -499,6 +522,7 @@ void run_block(Worker& w, uint64_t linear) {
   }
   w.current = nullptr;
   san::hb_acquire(&w.block_end_sync);
+  counters_end_block(w);
   if (b.faulted || b.live > 0) {
     // The block is abandoned with threads stuck mid-kernel; whatever they did (reading the
     // launch's arguments on the launching thread's stack, say) must happen before the host goes

@@ -107,6 +107,12 @@ bool explain_host_access(const char* addr, void* context) {
         .text(" bytes after the start of a ")
         .number(bytes)
         .text("-byte device allocation (past its end, and device memory is not host memory)\n");
+  } else if (freed_block_owner(addr, &begin, &bytes)) {
+    m.text("  host code accessed the address ")
+        .number(reinterpret_cast<uintptr_t>(addr) - begin)
+        .text(" bytes into a freed ")
+        .number(bytes)
+        .text("-byte device allocation (a use after free, and device memory is not host memory)\n");
   } else {
     return false;
   }
@@ -118,6 +124,19 @@ bool explain_host_access(const char* addr, void* context) {
 #endif
   m.write_out();
   return true;
+}
+
+// Whether the faulting thread's stack pointer is below its stack: a frame larger than the guard
+// page jumps over it, and the fault is then wherever the next push lands.
+bool stack_pointer_below(const SimThread& t, void* context) {
+#if defined(__x86_64__)
+  const auto sp = static_cast<uintptr_t>(static_cast<const ucontext_t*>(context)->uc_mcontext.gregs[REG_RSP]);
+  const auto base = reinterpret_cast<uintptr_t>(t.fiber.stack_base());
+  return base && sp < base && base - sp < (uintptr_t{1} << 30);
+#else
+  (void)t, (void)context;
+  return false;
+#endif
 }
 
 void on_segv(int sig, siginfo_t* info, void* context) {
@@ -137,7 +156,7 @@ void on_segv(int sig, siginfo_t* info, void* context) {
           .text(" bytes after the start of the ")
           .number(w->smem.size)
           .text(" bytes of dynamic shared memory given at launch: an access past its end\n");
-    } else if (t.fiber.in_guard_page(addr)) {
+    } else if (t.fiber.in_guard_page(addr) || stack_pointer_below(t, context)) {
       m.text("  stack overflow: the simulated thread used its whole ")
           .number(t.fiber.stack_bytes() / 1024)
           .text(" KiB stack (raise SEG_SIM_STACK_KB)\n");
@@ -147,6 +166,12 @@ void on_segv(int sig, siginfo_t* info, void* context) {
           .text(" bytes after the start of a ")
           .number(bytes)
           .text("-byte device allocation: an access past its end\n");
+    } else if (freed_block_owner(addr, &begin, &bytes)) {
+      m.text("  the address is ")
+          .number(static_cast<uint64_t>(reinterpret_cast<uintptr_t>(addr) - begin))
+          .text(" bytes into a freed ")
+          .number(bytes)
+          .text("-byte device allocation: a use after free\n");
     }
     m.text("  in kernel ")
         .text(r.kernel_name)

@@ -13,6 +13,9 @@
 //   SEG_SIM_STACK_KB = N                       stack of each simulated thread (256; 1024 under sanitizers)
 //   SEG_SIM_SWITCH   = asm | ucontext          context switch implementation (asm on x86-64)
 //   SEG_SIM_VERBOSE  = 1                       print statistics after every launch
+//   SEG_SIM_CHECK_POINTERS = 1 | 0             check every access of kernel code (1; default build only)
+//   SEG_SIM_PROFILE  = 1 | summary             collect the performance counters (counters.h) and print
+//                                              a table per launch and totals at exit (1), or totals only
 //   SEG_SIM_STREAM_ORDER = fifo | random        order of independent streams' work (fifo; seed: SEG_SIM_SEED)
 //   SEG_SIM_SYNC_LAUNCH  = 0 | 1                run every launch at the call, for debugging (0)
 //   SEG_SIM_RACE_CHECK   = 1 | 0                the stream race detector (1)
@@ -38,6 +41,12 @@ enum class Schedule {
 enum class StreamOrder {
   fifo,    // the operation enqueued first runs first (what a GPU usually does)
   random,  // a seeded random pick among the operations whose dependencies are complete
+};
+
+enum class ProfileOutput {
+  none,
+  each_launch,  // a table per launch, and the totals per kernel at exit (SEG_SIM_PROFILE=1)
+  summary,      // only the totals per kernel at exit (SEG_SIM_PROFILE=summary)
 };
 
 struct Options {
@@ -67,6 +76,12 @@ struct Options {
   // Device allocations are inaccessible to host code (PROT_NONE, or ASan poison) except while the
   // simulator runs queued work, so a host dereference of a device pointer faults with a report.
   bool host_access_faults = true;
+  // Pointer checks of every load and store of kernel code (access_check.h). Only the default build
+  // instruments kernel code; under ASan and TSan the setting has no effect.
+  bool check_pointers = true;
+  // Performance counters (counters.h), read with last_launch_counters(); `profile` also prints them.
+  bool counters = false;
+  ProfileOutput profile = ProfileOutput::none;
 };
 
 // The options used by the next launch (environment defaults until set_options is called).
@@ -110,11 +125,13 @@ enum class FaultKind {
   bad_argument,       // other invalid arguments (mask without the caller, bad width, ...)
   fragment_mismatch,  // lanes hold different WMMA fragments: code relies on the lane mapping
   shared_overrun,     // dynamic shared memory written beyond the launched size
-  out_of_bounds,      // device memory written past the end of its allocation (found after the launch)
-  bad_address,        // a pointer in the wrong memory space (e.g. cp.async from host memory)
+  out_of_bounds,      // an access past the end (or before the start) of an allocation or static shared array
+  bad_address,        // a pointer in the wrong memory space (a host pointer, cp.async from host memory)
+  use_after_free,     // an access to a freed allocation
+  peer_access,        // an access to another device's memory without peer access (cudaDeviceEnablePeerAccess)
+  stack_overflow,     // a simulated thread's locals outgrew its stack (SEG_SIM_STACK_KB)
   trap,               // __trap() or an exception thrown by kernel code
   stream_race,        // two operations on different streams touch the same bytes, unordered (race detector)
-  peer_access,        // a kernel was given another device's memory without peer access enabled
   stream_capture,     // an operation SEG_LAUNCH cannot enqueue because of a stream capture
   invalid_stream,     // SEG_LAUNCH on a destroyed stream or one of another device
 };

@@ -100,18 +100,17 @@ void execute(Lock& lock, const OpPtr& op) {
   if (!skip) {
     if (op->op_class() == Op::Class::device) open_device_memory();
     if (op->op_class() == Op::Class::host) close_device_memory();
-    const bool exact = op->conservative_accesses() && exact_kernel_accesses();
+    const bool after = op->accesses_known_after_run();
     std::vector<Access> accesses;
     AccessOwner owner{op->component, op->clock.get(op->component), &op->clock, nullptr};
     auto label = [&] { return std::make_shared<const AccessLabel>(AccessLabel{op->describe(), stream_text(*op)}); };
-    if (o.race_check && op->op_class() == Op::Class::device && !exact) {
+    if (o.race_check && op->op_class() == Op::Class::device && !after) {
       op->accesses(accesses);
       if (!accesses.empty()) {
         owner.label = label();
         race = check_accesses(owner, accesses, op->conservative_accesses());
       }
     }
-    if (exact) (void)take_noted_accesses();
     const auto t0 = std::chrono::steady_clock::now();
     try {
       op->execute(run);
@@ -124,9 +123,9 @@ void execute(Lock& lock, const OpPtr& op) {
     }
     elapsed = static_cast<uint64_t>(
         std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count());
-    if (exact) {
-      accesses = take_noted_accesses();
-      if (o.race_check && !run.fault && !accesses.empty()) {
+    if (after && o.race_check && !run.fault) {
+      op->accesses(accesses);
+      if (!accesses.empty()) {
         owner.label = label();
         race = check_accesses(owner, accesses, false);
       }

@@ -62,10 +62,13 @@ class Op {
   virtual void execute(OpRun& run) = 0;
   // A fresh op with the same payload, for another launch of a graph.
   virtual OpPtr clone() const = 0;
-  // The bytes it touches, for the race detector (called just before execute).
+  // The bytes it touches, for the race detector: called just before execute, or, when
+  // accesses_known_after_run(), just after it (a kernel whose loads and stores were recorded).
   virtual void accesses(std::vector<Access>& out) const { (void)out; }
-  // Whether accesses() is a conservative guess (kernels) rather than exact.
+  // Whether accesses() is a conservative guess (kernels without instrumentation) rather than exact.
   virtual bool conservative_accesses() const { return false; }
+  // Whether accesses() is only known once the op has run (the exact ranges a kernel touched).
+  virtual bool accesses_known_after_run() const { return false; }
   // One line for reports: "kernel foo launched at file:line", "cudaMemcpyAsync (...) called from ...".
   virtual std::string describe() const = 0;
 

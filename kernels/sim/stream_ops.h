@@ -9,6 +9,10 @@
 
 #include "kernels/sim/stream_executor.h"
 
+namespace seg::sim {
+struct KernelCounters;  // counters.h
+}  // namespace seg::sim
+
 namespace seg::sim::detail {
 
 // Where the bytes of one side of a copy live. Pageable host memory is ordinary host memory (not
@@ -42,7 +46,9 @@ OpPtr make_free_op(void* p, const void* caller);
 // Event records, event waits and graph joins: they only order other ops.
 OpPtr make_marker_op(const char* what);
 
-// The statistics of a kernel op that has run (null for other ops).
+// The statistics and the performance counters of a kernel op that has run (null for other ops;
+// counters: also null when the launch was not counted).
 const LaunchStats* kernel_op_stats(const Op& op);
+const KernelCounters* kernel_op_counters(const Op& op);
 
 }  // namespace seg::sim::detail

@@ -35,14 +35,14 @@ void match_any_complete(WarpOpView& view);
 void match_all_complete(WarpOpView& view);
 void reduce_complete(WarpOpView& view);
 void syncwarp_complete(WarpOpView& view);
+// Out of line: building the message in kernel code would touch host memory (warp_intrinsics.cpp).
+[[noreturn]] void bad_shuffle_width(const char* name, int width, const Where& where);
 
 template <class T>
 T shuffle(unsigned mask, const T& value, ShuffleMode mode, int lane_arg, int width, const char* name,
           const Where& where) {
   static_assert(std::is_trivially_copyable_v<T> && sizeof(T) <= 8, "warp shuffles move values of at most 8 bytes");
-  if (width < 1 || width > 32 || (width & (width - 1)) != 0)
-    fault(FaultKind::bad_argument,
-          std::string(name) + ": width " + std::to_string(width) + " is not a power of two in [1, 32]", where);
+  if (width < 1 || width > 32 || (width & (width - 1)) != 0) bad_shuffle_width(name, width, where);
   const ShuffleUniform uniform{static_cast<uint8_t>(mode), static_cast<uint8_t>(width),
                                static_cast<uint16_t>(sizeof(T))};
   T result;

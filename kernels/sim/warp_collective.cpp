@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "kernels/sim/counter_hooks.h"
 #include "kernels/sim/sanitizer_hooks.h"
 #include "kernels/sim/worker.h"
 
@@ -77,6 +78,7 @@ void try_complete(Worker& w, unsigned warp, WarpOp& op) {
   op.complete(view);
   san::hb_release(&op);
   ++w.stats.warp_collectives;
+  count_collective(w, warp, op.arrived, ws.exists & ~ws.exited);
   op.phase = WarpOp::Phase::completed;
   op.unresumed = op.arrived;
   make_runnable_in_order(w, op.arrived, warp, false);

@@ -142,4 +142,9 @@ void reduce_complete(WarpOpView& v) {
 
 void syncwarp_complete(WarpOpView&) {}
 
+void bad_shuffle_width(const char* name, int width, const Where& where) {
+  fault(FaultKind::bad_argument,
+        std::string(name) + ": width " + std::to_string(width) + " is not a power of two in [1, 32]", where);
+}
+
 }  // namespace seg::sim::detail

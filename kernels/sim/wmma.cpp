@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <cstdio>
 
+#include "kernels/sim/access_check.h"
+#include "kernels/sim/counter_hooks.h"
 #include "kernels/sim/qualifiers.h"
 
 namespace nvcuda::wmma::sim {
@@ -26,6 +28,21 @@ void check_memory_args(const char* op, const void* ptr, unsigned ldm, size_t ele
 }
 
 void no_op_complete(seg::sim::detail::WarpOpView&) {}
+
+void account_tile(const char* op, const void* ptr, int rows, int cols, unsigned ldm, size_t element_bytes,
+                  bool col_major, bool store, const seg::sim::detail::Where& where) {
+  using namespace seg::sim::detail;
+  // In memory the tile is `lines` runs of contiguous elements, ldm elements apart.
+  const auto lines = static_cast<unsigned>(col_major ? cols : rows);
+  const auto line_bytes = static_cast<unsigned>((col_major ? rows : cols) * element_bytes);
+  const size_t stride = static_cast<size_t>(ldm) * element_bytes;
+  // The first and last byte in one valid region means every line in between is in it too.
+  const size_t span = (lines - 1) * stride + line_bytes;
+  const MemorySpace space = check_runtime_access(ptr, span, store, op, where);
+  count_tile(space, ptr, lines, line_bytes, stride, store);
+}
+
+void count_mma(int m, int n, int k, bool tf32) { seg::sim::detail::count_mma(m, n, k, tf32); }
 
 void fragment_mismatch(const seg::sim::detail::WarpOpView& view, const char* role, unsigned lane, int row, int col) {
   seg::sim::detail::fault(

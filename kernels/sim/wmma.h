@@ -26,6 +26,9 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#if defined(__F16C__)
+#include <immintrin.h>
+#endif
 #include <source_location>
 #include <string>
 #include <type_traits>
@@ -73,23 +76,51 @@ struct storage<precision::tf32> {
   using type = float;
 };
 
+// Conversions for the emulation's inner loops. They are uninstrumented like the loops
+// (SEG_SIM_NO_ACCESS_CHECKS; g++ does not inline across that attribute, so CUDA's own conversion
+// functions would be calls), and round like CUDA's: to nearest even, NaN to NaN.
 template <class T>
-float to_float(T v) {
-  if constexpr (std::is_same_v<T, __half>)
+SEG_SIM_NO_ACCESS_CHECKS inline float to_float(T v) {
+  if constexpr (std::is_same_v<T, __half>) {
+    uint16_t bits;
+    std::memcpy(&bits, &v, 2);
+#if defined(__F16C__)
+    return _cvtsh_ss(bits);
+#else
     return __half2float(v);
-  else if constexpr (std::is_same_v<T, __nv_bfloat16>)
-    return __bfloat162float(v);
-  else
+#endif
+  } else if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+    uint16_t bits;
+    std::memcpy(&bits, &v, 2);
+    const uint32_t u = static_cast<uint32_t>(bits) << 16;
+    float f;
+    std::memcpy(&f, &u, 4);
+    return f;
+  } else {
     return static_cast<float>(v);
+  }
 }
 template <class T>
-T from_float(float v) {
-  if constexpr (std::is_same_v<T, __half>)
+SEG_SIM_NO_ACCESS_CHECKS inline T from_float(float v) {
+  if constexpr (std::is_same_v<T, __half>) {
+#if defined(__F16C__)
+    const auto bits = static_cast<uint16_t>(_cvtss_sh(v, _MM_FROUND_TO_NEAREST_INT));
+    T h;
+    std::memcpy(static_cast<void*>(&h), &bits, 2);
+    return h;
+#else
     return __float2half(v);
-  else if constexpr (std::is_same_v<T, __nv_bfloat16>)
-    return __float2bfloat16(v);
-  else
+#endif
+  } else if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+    uint32_t u;
+    std::memcpy(&u, &v, 4);
+    const auto bits = static_cast<uint16_t>(std::isnan(v) ? 0x7FFFu : (u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
+    T h;
+    std::memcpy(static_cast<void*>(&h), &bits, 2);
+    return h;
+  } else {
     return v;
+  }
 }
 
 template <class Use, int M, int N, int K, class T>
@@ -113,18 +144,24 @@ struct MemoryArgs {
 // Faults (misaligned) unless ptr is 32-byte aligned and ldm a multiple of 16 bytes.
 void check_memory_args(const char* op, const void* ptr, unsigned ldm, size_t element_bytes,
                        const seg::sim::detail::Where& where);
+// Once per warp and tile: checks the tile's memory with the pointer checks and counts it
+// (counters.h): `rows` x `cols` elements of `element_bytes`, `ldm` elements between lines.
+void account_tile(const char* op, const void* ptr, int rows, int cols, unsigned ldm, size_t element_bytes,
+                  bool col_major, bool store, const seg::sim::detail::Where& where);
+void count_mma(int m, int n, int k, bool tf32);
 void no_op_complete(seg::sim::detail::WarpOpView& view);
 // Faults (fragment_mismatch): lane `lane` holds a `role` fragment that differs from lane 0's at
 // element (row, col).
 [[noreturn]] void fragment_mismatch(const seg::sim::detail::WarpOpView& view, const char* role, unsigned lane, int row,
                                     int col);
 
-// Checks that every lane passed an identical fragment; fragment(l) gives lane l's copy.
-template <class Frag, class Get>
-void check_same_fragment(const seg::sim::detail::WarpOpView& v, const char* role, Get fragment) {
-  const Frag& first = fragment(0u);
+// Checks that every lane passed an identical fragment; lane l's copy is *fragments[l].
+template <class Frag>
+SEG_SIM_NO_ACCESS_CHECKS void check_same_fragment(const seg::sim::detail::WarpOpView& v, const char* role,
+                                                  const Frag* const (&fragments)[32]) {
+  const Frag& first = *fragments[0];
   for (unsigned l = 1; l < 32; ++l) {
-    const Frag& other = fragment(l);
+    const Frag& other = *fragments[l];
     if (std::memcmp(first.x, other.x, sizeof first.x) == 0) continue;
     for (int i = 0; i < Frag::num_elements; ++i)
       if (std::memcmp(&first.x[i], &other.x[i], sizeof first.x[i]) != 0)
@@ -150,21 +187,29 @@ class fragment {
 };
 
 template <class Use, int M, int N, int K, class T, class L>
-inline void fill_fragment(fragment<Use, M, N, K, T, L>& f,
+SEG_SIM_NO_ACCESS_CHECKS inline void fill_fragment(fragment<Use, M, N, K, T, L>& f,
                           const typename fragment<Use, M, N, K, T, L>::storage_element_type& v) {
   for (auto& e : f.x) e = v;
 }
 
 namespace sim {
 
+// The tile is checked and counted once, for the warp, by the lane that completes the collective.
 template <class Frag, class E>
-void load(Frag& f, const E* p, unsigned ldm, bool col_major_memory, const char* op,
-          const seg::sim::detail::Where& where) {
+SEG_SIM_NO_ACCESS_CHECKS void load_complete(seg::sim::detail::WarpOpView& v) {
+  const auto& u = *static_cast<const MemoryArgs*>(v.uniform);
+  account_tile(v.name, u.ptr, Frag::rows, Frag::cols, u.ldm, sizeof(E), u.layout != 0, false, v.where);
+}
+
+template <class Frag, class E>
+SEG_SIM_NO_ACCESS_CHECKS void load(Frag& f, const E* p, unsigned ldm, bool col_major_memory, const char* op,
+                                   const seg::sim::detail::Where& where) {
   check_memory_args(op, p, ldm, sizeof(E), where);
   const MemoryArgs uniform{p, ldm, col_major_memory ? 1 : 0};
   seg::sim::detail::LaneArgs args;
-  seg::sim::detail::warp_collective({op, &no_op_complete, 0xFFFFFFFFu, &uniform, sizeof uniform, true}, args, where);
-  // Each lane reads the whole tile itself once the warp has met.
+  seg::sim::detail::warp_collective({op, &load_complete<Frag, E>, 0xFFFFFFFFu, &uniform, sizeof uniform, true}, args,
+                                    where);
+  // Each lane reads the whole tile itself once the warp has met (checked in load_complete).
   for (int r = 0; r < Frag::rows; ++r)
     for (int c = 0; c < Frag::cols; ++c)
       f.x[r * Frag::cols + c] =
@@ -173,11 +218,13 @@ void load(Frag& f, const E* p, unsigned ldm, bool col_major_memory, const char* 
 
 // The store is done once, for the warp, by the lane that completes the collective.
 template <class Frag, class E>
-void store_complete(seg::sim::detail::WarpOpView& v) {
-  auto lane_fragment = [&](unsigned l) -> const Frag& { return *static_cast<const Frag*>(v.lanes[l]->in); };
-  check_same_fragment<Frag>(v, "accumulator", lane_fragment);
+SEG_SIM_NO_ACCESS_CHECKS void store_complete(seg::sim::detail::WarpOpView& v) {
+  const Frag* fragments[32];
+  for (unsigned l = 0; l < 32; ++l) fragments[l] = static_cast<const Frag*>(v.lanes[l]->in);
+  check_same_fragment<Frag>(v, "accumulator", fragments);
   const auto& u = *static_cast<const MemoryArgs*>(v.uniform);
-  const Frag& f = lane_fragment(0);
+  account_tile(v.name, u.ptr, Frag::rows, Frag::cols, u.ldm, sizeof(E), u.layout != 0, true, v.where);
+  const Frag& f = *fragments[0];
   E* p = static_cast<E*>(const_cast<void*>(u.ptr));
   for (int r = 0; r < Frag::rows; ++r)
     for (int c = 0; c < Frag::cols; ++c)
@@ -192,7 +239,7 @@ struct MmaOperands {
   const C* c;
 };
 
-inline float tf32_truncate(float x) {
+SEG_SIM_NO_ACCESS_CHECKS inline float tf32_truncate(float x) {
   uint32_t u;
   std::memcpy(&u, &x, 4);
   u &= 0xFFFFE000u;
@@ -201,7 +248,7 @@ inline float tf32_truncate(float x) {
 }
 
 template <class T>
-float multiplicand(T v) {
+SEG_SIM_NO_ACCESS_CHECKS inline float multiplicand(T v) {
   if constexpr (std::is_same_v<T, float>)
     return tf32_truncate(v);  // tf32 fragments store floats
   else
@@ -210,15 +257,23 @@ float multiplicand(T v) {
 
 // D = A * B + C, once for the warp, written into every lane's D.
 template <class D, class A, class B, class C>
-void mma_complete(seg::sim::detail::WarpOpView& v) {
+SEG_SIM_NO_ACCESS_CHECKS void mma_complete(seg::sim::detail::WarpOpView& v) {
   using Ops = MmaOperands<A, B, C>;
-  auto ops = [&](unsigned l) -> const Ops& { return *static_cast<const Ops*>(v.lanes[l]->in); };
-  check_same_fragment<A>(v, "matrix_a", [&](unsigned l) -> const A& { return *ops(l).a; });
-  check_same_fragment<B>(v, "matrix_b", [&](unsigned l) -> const B& { return *ops(l).b; });
-  check_same_fragment<C>(v, "accumulator", [&](unsigned l) -> const C& { return *ops(l).c; });
-  const A& a = *ops(0).a;
-  const B& b = *ops(0).b;
-  const C& c = *ops(0).c;
+  const A* as[32];
+  const B* bs[32];
+  const C* cs[32];
+  for (unsigned l = 0; l < 32; ++l) {
+    const Ops& ops = *static_cast<const Ops*>(v.lanes[l]->in);
+    as[l] = ops.a;
+    bs[l] = ops.b;
+    cs[l] = ops.c;
+  }
+  check_same_fragment<A>(v, "matrix_a", as);
+  check_same_fragment<B>(v, "matrix_b", bs);
+  check_same_fragment<C>(v, "accumulator", cs);
+  const A& a = *as[0];
+  const B& b = *bs[0];
+  const C& c = *cs[0];
   constexpr int M = A::rows, K = A::cols, N = B::cols;
   D result;
   float acc[N];
@@ -232,6 +287,7 @@ void mma_complete(seg::sim::detail::WarpOpView& v) {
     for (int j = 0; j < N; ++j) result.x[i * N + j] = from_float<typename D::storage_element_type>(acc[j]);
   }
   for (unsigned l = 0; l < 32; ++l) std::memcpy(static_cast<D*>(v.lanes[l]->out)->x, result.x, sizeof result.x);
+  count_mma(M, N, K, std::is_same_v<typename A::element_type, precision::tf32>);
 }
 
 }  // namespace sim

@@ -15,11 +15,17 @@
 #include "kernels/sim/device_runtime.h"
 #include "kernels/sim/fiber.h"
 #include "kernels/sim/launch.h"
+#include "kernels/sim/race_detector.h"
 #include "kernels/sim/sim.h"
+
+namespace seg::sim {
+struct KernelCounters;  // counters.h
+}  // namespace seg::sim
 
 namespace seg::sim::detail {
 
 struct Worker;
+struct LaunchCounters;  // counters.cpp
 
 // Everything the workers of one launch share. Read-only while blocks run, except the fault slot.
 struct LaunchState {
@@ -36,7 +42,20 @@ struct LaunchState {
   std::optional<KernelFault> fault;
   uint64_t fault_block = 0;
   LaunchStats stats;
+  LaunchCounters* counters = nullptr;  // set when the launch is counted (counter_hooks.h)
+  // The global bytes the kernel touched, when context.record_accesses (access_check.cpp): each
+  // worker adds its own, merged, when it finishes (under `mutex`).
+  std::vector<Access> touched;
 };
+
+// What a launch that ran hands back to the stream executor.
+struct LaunchResult {
+  LaunchStats stats;
+  std::shared_ptr<const KernelCounters> counters;  // null unless the launch was counted
+  std::vector<Access> touched;                     // LaunchContext::record_accesses: merged, sorted
+};
+// Runs every block of a launch now, on the calling thread (and the worker pool); throws its fault.
+LaunchResult run_launch(const LaunchRequest& request, const LaunchContext& context);
 
 enum class ThreadState : uint8_t { runnable, waiting, exited };
 enum class WaitKind : uint8_t { none, barrier, warp };

@@ -55,4 +55,12 @@ float read_device_memory_on_host(float* d_y, int n);  // fills with 3, returns d
 void read_copy_before_sync(const float* d_x, float* pinned_out, float* seen, int n);
 void reuse_staging_buffer_too_early(float* pinned_stage, float* d_a, float* d_b, int n);  // 1s to a, 2s to b
 
+// broken_pointers.cu: y[i] = 2 x[i] (blocks of 128); the bugs are the pointers the host passes
+void scale_by_two(const float* x, float* y, int n);
+void read_other_threads_local(float* y);  // 64 threads read thread 0's local variable
+
+// broken_performance.cu: correct results, counted waste
+void transpose_bank_conflicts(const float* in, float* out, int rows, int cols);  // out = in^T, 32 x 32 tiles
+void row_sums_uncoalesced(const float* a, float* sums, int rows, int cols);      // one thread per row
+
 }  // namespace simtest::broken

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <functional>
 
+#include "kernels/sim/counters.h"
 #include "tests/sim/broken_kernels.h"
 #include "tests/sim/sim_test_util.h"
 
@@ -116,6 +117,18 @@ Outcome read_past_end() {
                  [&] { return mismatches(sum.download(), {want}); });
 }
 
+// 1000 floats = 4000 bytes: x[1000] is in the allocation's rounding slack, before its guard page.
+Outcome read_past_end_slack() {
+  const int n = 1000;
+  const std::vector<float> x = ramp(n);
+  double want = 0;
+  for (float v : x) want += v;
+  DeviceBuffer<float> dx(x), sum(1);
+  sum.fill_bytes(0);
+  return attempt([&] { read_one_past_the_end(dx.get(), n, sum.get()); },
+                 [&] { return mismatches(sum.download(), {want}); });
+}
+
 Outcome write_past_end() {
   const int n = 1000;  // 4000 bytes: the write lands in the allocation's rounding slack
   DeviceBuffer<float> y(n);
@@ -170,6 +183,91 @@ Outcome trap_case() {
 Outcome stack_overflow_case() {
   DeviceBuffer<float> y(32);
   return attempt([&] { stack_overflow(y.get()); }, [&] { return size_t{0}; });
+}
+
+// ---- pointers -------------------------------------------------------------------------------------
+Outcome host_pointer() {
+  const int n = 300;
+  const std::vector<float> host_x = ramp(n);  // BUG: host memory passed as a device pointer
+  std::vector<double> want(n);
+  for (int i = 0; i < n; ++i) want[i] = 2.0 * host_x[i];
+  DeviceBuffer<float> y(n);
+  return attempt([&] { scale_by_two(host_x.data(), y.get(), n); }, [&] { return mismatches(y.download(), want); });
+}
+
+Outcome use_after_free() {
+  const int n = 300;
+  const std::vector<float> x = ramp(n);
+  std::vector<double> want(n);
+  for (int i = 0; i < n; ++i) want[i] = 2.0 * x[i];
+  float* dx = nullptr;
+  REQUIRE(cudaMalloc(&dx, n * sizeof(float)) == cudaSuccess);
+  REQUIRE(cudaMemcpy(dx, x.data(), n * sizeof(float), cudaMemcpyHostToDevice) == cudaSuccess);
+  REQUIRE(cudaFree(dx) == cudaSuccess);  // BUG: freed before the kernel that reads it
+  DeviceBuffer<float> y(n);
+  return attempt([&] { scale_by_two(dx, y.get(), n); }, [&] { return mismatches(y.download(), want); });
+}
+
+Outcome other_threads_local() {
+  DeviceBuffer<float> y(64);
+  return attempt([&] { read_other_threads_local(y.get()); },
+                 [&] { return mismatches(y.download(), std::vector<double>(64, 0.5)); });
+}
+
+// ---- performance (counted) ---------------------------------------------------------------------------
+// Runs a launch with the counters on; right results with the waste visible are "counted".
+Outcome counted(const std::function<void()>& launch, const std::function<size_t()>& count_wrong,
+                const std::function<std::string(const seg::sim::KernelCounters&, std::string*)>& judge) {
+  seg::sim::Options o = seg::sim::options();
+  o.counters = true;
+  seg::sim::ScopedOptions scoped(o);
+  Outcome out = attempt(launch, count_wrong);
+  if (out.kind != Outcome::Kind::correct || !seg::sim::counters_available()) return out;
+  std::string details;
+  out.counted = judge(seg::sim::last_launch_counters(), &details);
+  out.message = details;
+  if (!out.counted.empty()) out.kind = Outcome::Kind::counted;
+  return out;
+}
+
+Outcome transpose_conflicts() {
+  const int rows = 64, cols = 96;
+  const std::vector<float> in = ramp(rows * cols);
+  std::vector<double> want(in.size());
+  for (int r = 0; r < rows; ++r)
+    for (int c = 0; c < cols; ++c) want[c * rows + r] = in[r * cols + c];
+  DeviceBuffer<float> din(in), out(in.size());
+  return counted([&] { transpose_bank_conflicts(din.get(), out.get(), rows, cols); },
+                 [&] { return mismatches(out.download(), want); },
+                 [](const seg::sim::KernelCounters& c, std::string* details) {
+                   const double per = static_cast<double>(c.shared_load.bank_conflicts) /
+                                      static_cast<double>(std::max<uint64_t>(c.shared_load.requests, 1));
+                   char text[160];
+                   std::snprintf(text, sizeof text, "shared loads: %llu requests, %llu bank conflicts (%.2f per request)",
+                                 static_cast<unsigned long long>(c.shared_load.requests),
+                                 static_cast<unsigned long long>(c.shared_load.bank_conflicts), per);
+                   *details = text;
+                   return per >= 2.0 ? std::string("bank conflicts") : std::string();
+                 });
+}
+
+Outcome uncoalesced_rows() {
+  const int rows = 256, cols = 40;
+  const std::vector<float> a = ramp(rows * cols);
+  std::vector<double> want(rows, 0.0);
+  for (int r = 0; r < rows; ++r)
+    for (int c = 0; c < cols; ++c) want[r] += a[r * cols + c];
+  DeviceBuffer<float> da(a), sums(rows);
+  return counted([&] { row_sums_uncoalesced(da.get(), sums.get(), rows, cols); },
+                 [&] { return mismatches(sums.download(), want); },
+                 [](const seg::sim::KernelCounters& c, std::string* details) {
+                   char text[160];
+                   std::snprintf(text, sizeof text, "global loads: %llu requests, %llu sectors (%.2f per request)",
+                                 static_cast<unsigned long long>(c.global_load.requests),
+                                 static_cast<unsigned long long>(c.global_load.sectors), c.global_load.per_request());
+                   *details = text;
+                   return c.global_load.per_request() >= 8.0 ? std::string("uncoalesced") : std::string();
+                 });
 }
 
 // ---- warps --------------------------------------------------------------------------------------------
@@ -387,6 +485,8 @@ std::string Outcome::summary() const {
       return std::string("fault:") + seg::sim::fault_kind_name(fault_kind);
     case Kind::error:
       return "error:" + error;
+    case Kind::counted:
+      return "counted:" + counted;
   }
   return "?";
 }
@@ -401,6 +501,8 @@ const std::vector<Bug>& bug_catalogue() {
       {"early_return_before_barrier", "`if (i >= n) return;` before __syncthreads", &early_return_before_barrier},
       {"barriers_different_sites", "two groups wait at different __syncthreads", &barriers_different_sites},
       {"read_past_end", "global read `i <= n` (1 past the end)", &read_past_end},
+      {"read_past_end_slack", "global read `i <= n` into the allocation's rounding slack (4000-byte buffer)",
+       &read_past_end_slack},
       {"write_past_end", "global write `i <= n` (1 past the end)", &write_past_end},
       {"static_shared_oob", "static shared `buf[64]` indexed by 128 threads", &static_shared_oob},
       {"dynamic_shared_guard_overrun", "dynamic shared memory used past the launched size (256 B launched)",
@@ -428,6 +530,11 @@ const std::vector<Bug>& bug_catalogue() {
       {"cp_async_no_wait", "cp.async data read after a barrier but without cp.async.wait", &cp_async_no_wait},
       {"ldmatrix_misaligned", "ldmatrix row addresses 8 bytes off 16-byte alignment", &ldmatrix_unaligned},
       {"cp_async_from_host", "cp.async from host (not device) memory", &cp_async_host_source},
+      {"host_pointer", "a host pointer (std::vector data) passed to a kernel", &host_pointer},
+      {"use_after_free", "a buffer freed with cudaFree, then read by a kernel", &use_after_free},
+      {"other_threads_local", "threads read thread 0's local variable through a shared pointer", &other_threads_local},
+      {"transpose_bank_conflicts", "32 x 32 shared-memory transpose without padding (counted)", &transpose_conflicts},
+      {"uncoalesced_rows", "row sums with one thread per row: uncoalesced loads (counted)", &uncoalesced_rows},
       {"missing_stream_wait", "upload on a copy stream, kernel on a compute stream, no event wait",
        &missing_stream_wait, BugGroup::host},
       {"peer_access_not_enabled", "device 0 runs a kernel on device 1's memory without peer access",
@@ -477,7 +584,8 @@ TEST_CASE("child: run bug" * doctest::skip()) {
   const simtest::Bug* bug = simtest::find_bug(id);
   REQUIRE(bug != nullptr);
   const simtest::Outcome o = bug->run();
-  if (o.kind == simtest::Outcome::Kind::fault) std::fprintf(stdout, "%s\n", o.message.c_str());
+  if (o.kind == simtest::Outcome::Kind::fault || o.kind == simtest::Outcome::Kind::counted)
+    std::fprintf(stdout, "%s\n", o.message.c_str());
   std::fprintf(stdout, "seg-sim-outcome: %s\n", o.summary().c_str());
   std::fflush(stdout);
 }

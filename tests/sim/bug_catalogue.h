@@ -12,12 +12,14 @@
 namespace simtest {
 
 struct Outcome {
-  enum class Kind { correct, wrong, fault, error } kind = Kind::correct;
+  // counted: the results are right and the performance counters show the planted waste.
+  enum class Kind { correct, wrong, fault, error, counted } kind = Kind::correct;
   seg::sim::FaultKind fault_kind = seg::sim::FaultKind::trap;
   std::string error;  // Kind::error: the runtime's error name (a call refused, as on a GPU)
   size_t wrong_elements = 0;
-  std::string message;  // the fault report
-  // "correct", "wrong", "fault:<kind name>" or "error:<cudaError name>"
+  std::string message;  // the fault report, or the counters that show the waste
+  std::string counted;  // what the counters show ("bank conflicts", "uncoalesced")
+  // "correct", "wrong", "fault:<kind name>", "error:<cudaError name>" or "counted:<what>"
   std::string summary() const;
 };
 

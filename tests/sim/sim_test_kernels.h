@@ -74,3 +74,18 @@ void cp_async_probe(const float* src, float* out, int src_bytes);
 void ptx_gemm(const __half* a, const __half* b, float* c, int m, int n, int k);
 
 }  // namespace simtest
+
+namespace simtest {
+
+// counter_kernels.cu: kernels with performance counters known in closed form (test_counters.cpp).
+void copy_floats(const float* x, float* y, int n, int threads);  // y[i] = x[i]
+void strided_read(const float* x, float* y, int n, int stride);  // y[i] = x[stride i], blocks of 128
+void copy_float4(const float* x, float* y, int n4);              // n4 float4s, blocks of 128
+void copy_float2(const float* x, float* y, int n2);              // n2 float2s, blocks of 128
+void transpose_padded(const float* in, float* out, int rows, int cols);  // out = in^T, padded 32 x 33 tiles
+void shared_patterns(float* y, int pattern);                     // one warp; patterns in the .cu file
+void divergent_load(const float* x, float* y, int threads);      // lanes 0-7 of each warp copy
+void barriers(int* out, int blocks, int threads, int times);     // `times` __syncthreads per block
+void fma_loop(const float* x, float* y, int threads, int k);     // k __fmaf_rn per thread
+
+}  // namespace simtest

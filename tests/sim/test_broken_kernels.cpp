@@ -17,11 +17,24 @@ const char* const kBadArgument = "fault:invalid argument";
 const char* const kMisaligned = "fault:misaligned address";
 const char* const kFragment = "fault:WMMA fragment depends on the lane";
 const char* const kBadAddress = "fault:address in the wrong memory space";
+const char* const kOutOfBounds = "fault:out-of-bounds access";
+const char* const kSharedOverrun = "fault:dynamic shared memory overrun";
+const char* const kUseAfterFree = "fault:use after free";
 
 void expect_outcome(const char* bug, const std::vector<std::string>& env, const std::string& outcome) {
   const simtest::BugRun r = run_bug(bug, env);
   INFO("bug: " << std::string(bug) << "\n" << r.output);
   CHECK(r.outcome == outcome);
+}
+
+// The outcome, and a report that says `text` and names the kernel's source file `where`.
+void expect_report(const char* bug, const std::vector<std::string>& env, const std::string& outcome, const char* text,
+                   const char* where) {
+  const simtest::BugRun r = run_bug(bug, env);
+  INFO("bug: " << std::string(bug) << "\n" << r.output);
+  CHECK(r.outcome == outcome);
+  CHECK(r.caught_by(text));
+  CHECK(r.caught_by(where));
 }
 
 // The child died (a signal, or a sanitizer's non-zero exit) after printing `report` (the
@@ -87,21 +100,51 @@ TEST_CASE("sim catches: out-of-bounds global memory access") {
 #if SEG_SIM_TEST_ASAN
   expect_crash("read_past_end", {}, "heap-buffer-overflow", "broken_memory.cu");
   expect_crash("write_past_end", {}, "heap-buffer-overflow", "broken_memory.cu");
+#elif SEG_SIM_TEST_INSTRUMENTED
+  // The pointer checks stop the thread at the access, with the line, the allocation and its owner.
+  for (const auto& env : {std::vector<std::string>{}, kReverse, random_seed(1)}) {
+    expect_report("read_past_end", env, kOutOfBounds,
+                  "4-byte load from 0x", "at tests/sim/broken_memory.cu:12");
+    expect_report("read_past_end", env, kOutOfBounds, "is 0 bytes past the end of a 4096-byte device allocation",
+                  "in kernel read_one_past_the_end_kernel");
+    expect_report("write_past_end", env, kOutOfBounds,
+                  "4-byte store to 0x", "is 0 bytes past the end of a 4000-byte device allocation");
+  }
+  // A read into the rounding slack reads poison (NaN) without the checks; here it is stopped.
+  expect_report("read_past_end_slack", {}, kOutOfBounds, "is 0 bytes past the end of a 4000-byte device allocation",
+                "allocated by simtest::DeviceBuffer<float>::DeviceBuffer");
+  // With the checks off, the old safety nets remain: the guard page and the slack canary.
+  expect_crash("read_past_end", {"SEG_SIM_CHECK_POINTERS=0"},
+               "4096 bytes after the start of a 4096-byte device allocation: an access past its end",
+               "in kernel read_one_past_the_end_kernel launched at tests/sim/broken_memory.cu");
+  expect_outcome("write_past_end", {"SEG_SIM_CHECK_POINTERS=0"}, kOutOfBounds);
+  expect_outcome("read_past_end_slack", {"SEG_SIM_CHECK_POINTERS=0"}, "wrong");
 #else
   // The allocation ends at a guard page: the read faults and the handler names the allocation.
   expect_crash("read_past_end", {},
                "4096 bytes after the start of a 4096-byte device allocation: an access past its end",
                "in kernel read_one_past_the_end_kernel launched at tests/sim/broken_memory.cu");
   // A write into the rounding slack (4000 of 4096 bytes) is found after the launch.
-  expect_outcome("write_past_end", {}, "fault:out-of-bounds write");
+  expect_outcome("write_past_end", {}, kOutOfBounds);
+  // A read there returns the poison pattern (NaN).
+  expect_outcome("read_past_end_slack", {}, "wrong");
 #endif
 }
 
-// Static __shared__ arrays are thread_local: without UBSan an overrun goes unnoticed (the table in
-// docs/cuda-simulator.md), so only the ASan+UBSan build has this case.
+// Static __shared__ arrays are thread_local: the pointer checks know each array's bounds from the
+// symbol table; under ASan only UBSan's bounds check sees a direct out-of-range index; under TSan
+// nothing does (the table in docs/cuda-simulator.md).
 #if SEG_SIM_TEST_ASAN
 TEST_CASE("sim catches: out-of-bounds static shared memory (UBSan)") {
   expect_crash("static_shared_oob", {}, "index 64 out of bounds for type 'float [64]'", "broken_memory.cu");
+}
+#elif SEG_SIM_TEST_INSTRUMENTED
+TEST_CASE("sim catches: out-of-bounds static shared memory (pointer checks)") {
+  expect_report("static_shared_oob", {}, kOutOfBounds,
+                "is 0 bytes past the end of the static __shared__ array "
+                "(anonymous namespace)::static_shared_out_of_bounds_kernel(float const*, float*)::buf (256 bytes)",
+                "at tests/sim/broken_memory.cu:24");
+  expect_outcome("static_shared_oob", {"SEG_SIM_CHECK_POINTERS=0"}, "correct");
 }
 #endif
 
@@ -109,11 +152,17 @@ TEST_CASE("sim catches: dynamic shared memory used past the launched size") {
 #if SEG_SIM_TEST_ASAN
   expect_crash("dynamic_shared_guard_overrun", {}, "use-after-poison", "broken_memory.cu");
   expect_crash("dynamic_shared_slack_overrun", {}, "use-after-poison", "broken_memory.cu");
+#elif SEG_SIM_TEST_INSTRUMENTED
+  expect_report("dynamic_shared_guard_overrun", {}, kSharedOverrun,
+                "4-byte store to 0x", "is 0 bytes past the end of the 256 bytes of dynamic shared memory given at launch");
+  expect_report("dynamic_shared_slack_overrun", {}, kSharedOverrun,
+                "is 0 bytes past the end of the 400 bytes of dynamic shared memory given at launch",
+                "at tests/sim/broken_memory.cu:32");
 #else
   expect_crash("dynamic_shared_guard_overrun", {},
                "256 bytes after the start of the 256 bytes of dynamic shared memory given at launch",
                "in kernel dynamic_shared_overrun_kernel");
-  expect_outcome("dynamic_shared_slack_overrun", {}, "fault:dynamic shared memory overrun");
+  expect_outcome("dynamic_shared_slack_overrun", {}, kSharedOverrun);
 #endif
   // Memory no thread wrote reads as the poison pattern (NaN), in every build and schedule.
   expect_outcome("dynamic_shared_uninitialised", {}, "wrong");
@@ -130,8 +179,68 @@ TEST_CASE("sim catches: non-atomic update from several blocks (TSan with workers
 #endif
 }
 
+TEST_CASE("sim catches: pointers a kernel must not dereference") {
+#if SEG_SIM_TEST_INSTRUMENTED
+  for (const auto& env : {std::vector<std::string>{}, kReverse, random_seed(2)}) {
+    expect_report("host_pointer", env, kBadAddress, "4-byte load from 0x", "at tests/sim/broken_pointers.cu:14");
+    expect_report("host_pointer", env, kBadAddress, "is host memory", "in kernel scale_by_two_kernel");
+    // The free's call stack names the code that freed the buffer.
+    expect_report("use_after_free", env, kUseAfterFree,
+                  "which was freed by simtest::(anonymous namespace)::use_after_free()",
+                  "at tests/sim/broken_pointers.cu:14");
+    expect_report("other_threads_local", env, kBadAddress, "is in the stack (local variables) of thread 0 of the block",
+                  "at tests/sim/broken_pointers.cu:24");
+  }
+  // Without the checks a host pointer "works" (the simulator runs on the host), as the old
+  // simulator did; on a GPU it is an illegal address.
+  expect_outcome("host_pointer", {"SEG_SIM_CHECK_POINTERS=0"}, "correct");
+  expect_outcome("other_threads_local", {"SEG_SIM_CHECK_POINTERS=0"}, "correct");
+#elif SEG_SIM_TEST_ASAN
+  // Host memory and another fiber's stack are valid memory to ASan: nothing is noticed.
+  expect_outcome("host_pointer", {}, "correct");
+  expect_outcome("other_threads_local", {}, "correct");
+  // ASan's allocator and quarantine hold the freed block (device memory comes from it here).
+  expect_crash("use_after_free", {}, "heap-use-after-free", "broken_pointers.cu");
+#else
+  expect_outcome("host_pointer", {}, "correct");
+  expect_outcome("other_threads_local", {}, "correct");
+  // The freed block's range stays reserved without access: the SIGSEGV handler names it.
+  expect_crash("use_after_free", {}, "bytes into a freed 1200-byte device allocation: a use after free",
+               "in kernel scale_by_two_kernel");
+#endif
+}
+
+// The performance counters (default build only) show the waste of kernels whose results are
+// right; the numbers are derived in docs/cuda-simulator.md ("Counters").
+TEST_CASE("sim counts: a bank-conflicted transpose and uncoalesced loads" * doctest::skip(!SEG_SIM_TEST_INSTRUMENTED)) {
+  // 64 x 96 floats: 6 blocks of 8 warps, 4 column reads per warp, each 32 words in one bank.
+  expect_report("transpose_bank_conflicts", {}, "counted:bank conflicts",
+                "shared loads: 192 requests, 5952 bank conflicts (31.00 per request)", "");
+  // 256 rows of 40 floats: 8 warps x 40 loads, each lane in its own sector.
+  expect_report("uncoalesced_rows", {}, "counted:uncoalesced",
+                "global loads: 320 requests, 10240 sectors (32.00 per request)", "");
+  // The counts do not depend on the schedule.
+  expect_report("transpose_bank_conflicts", kReverse, "counted:bank conflicts", "(31.00 per request)", "");
+  expect_report("uncoalesced_rows", random_seed(3), "counted:uncoalesced", "(32.00 per request)", "");
+}
+
 TEST_CASE("sim catches: stack overflow of a simulated thread") {
-#if SEG_SIM_TEST_ASAN
+#if SEG_SIM_TEST_INSTRUMENTED
+  // A 1 MiB frame lands below the 256 KiB stack: the pointer check stops the first access there,
+  // unless the memory below is unmapped and the callback's own call faults first (SIGSEGV). Which
+  // one depends on the address-space layout; both name the stack overflow.
+  for (int run = 0; run < 3; ++run) {
+    const simtest::BugRun r = run_bug("stack_overflow", {});
+    INFO(r.output);
+    if (r.outcome.empty()) {
+      CHECK(r.caught_by("stack overflow: the simulated thread used its whole"));
+    } else {
+      CHECK(r.outcome == "fault:stack overflow");
+      CHECK(r.caught_by("bytes below this thread's stack: a stack overflow"));
+    }
+    CHECK(r.caught_by("stack_overflow_kernel"));
+  }
+#elif SEG_SIM_TEST_ASAN
   // ASan knows the OS thread's stack, not the fiber's: it reports a SEGV in the kernel.
   expect_crash("stack_overflow", {}, "AddressSanitizer: SEGV", "in stack_overflow_kernel");
 #else

@@ -12,6 +12,7 @@
 namespace {
 
 std::string describe(const simtest::BugRun& r) {
+  if (r.caught_by("[run_child: killed after 300 s]")) return "hang (killed)";
   if (!r.outcome.empty()) {
     if (r.caught_by("ThreadSanitizer: data race")) return "TSan race";
     if (r.outcome == "correct" && r.exit_code != 0) return "exit " + std::to_string(r.exit_code);
@@ -19,8 +20,8 @@ std::string describe(const simtest::BugRun& r) {
   }
   // The simulator's own SIGSEGV explanations first, then sanitizer reports.
   for (const char* report : {"host code dereferenced device memory", "dynamic shared memory given at launch",
-                             "device allocation", "stack overflow:",
-                             "heap-buffer-overflow", "use-after-poison", "out of bounds", "SEGV on unknown address"})
+                             "a use after free", "device allocation", "stack overflow:", "heap-buffer-overflow",
+                             "heap-use-after-free", "use-after-poison", "out of bounds", "SEGV on unknown address"})
     if (r.caught_by(report)) return std::string("crash: ") + report;
   return r.signal ? "killed by signal " + std::to_string(r.signal) : "exit " + std::to_string(r.exit_code);
 }
