@@ -355,7 +355,10 @@ AddressLookup look_up_address(uintptr_t address) {
   if (f != g_freed->begin()) {
     --f;
     const Allocation& a = f->second.allocation;
-    if (address < f->first + std::max<size_t>(a.rounded, 1)) {
+    // Only a block whose address range stays reserved (a.map) is still "freed memory": one from the
+    // C allocator (pinned host memory, every block under ASan) went back to the heap, and host code
+    // may own those bytes now (a std::vector allocated after cudaFreeHost).
+    if (a.map && address < f->first + std::max<size_t>(a.rounded, 1)) {
       r.freed = true;
       r.freed_allocation = record_of(f->first, a);
       r.freed_allocation.freed_by = f->second.freed_by;

@@ -71,7 +71,7 @@ struct AddressLookup {
   AllocationRecord allocation;
   bool has_before = false, has_after = false;  // nearest live allocations around the address
   AllocationRecord before, after;
-  bool freed = false;  // `freed_allocation` is a freed block whose range contains the address
+  bool freed = false;  // `freed_allocation` is a freed block whose range (still reserved) contains the address
   AllocationRecord freed_allocation;
 };
 AddressLookup look_up_address(uintptr_t address);

@@ -2,7 +2,6 @@
 #include "kernels/sim/race_detector.h"
 
 #include <algorithm>
-#include <atomic>
 #include <cstdio>
 #include <iterator>
 #include <map>
@@ -126,7 +125,9 @@ std::optional<std::string> check_accesses(const AccessOwner& owner, const std::v
                                           bool conservative_kernel) {
   std::optional<std::string> first_report;
   std::lock_guard<std::mutex> lock(g_mutex);
-  for (const Access& a : accesses) {
+  std::vector<Access> work = accesses;  // grows by the parts that run on into the next allocation
+  for (size_t i = 0; i < work.size(); ++i) {
+    Access a = work[i];
     if (a.end <= a.begin) continue;
     AllocationInfo alloc;
     std::vector<Record>* shadow = nullptr;
@@ -140,6 +141,13 @@ std::optional<std::string> check_accesses(const AccessOwner& owner, const std::v
       freed = true;
     } else {
       continue;
+    }
+    // A merged range of recorded kernel accesses may run on into the next allocation: each
+    // allocation's part is checked against its own shadow.
+    const uintptr_t alloc_end = alloc.begin + std::max<size_t>(alloc.bytes, 1);
+    if (a.end > alloc_end) {
+      work.push_back({alloc_end, a.end, a.write});
+      a.end = alloc_end;
     }
     std::vector<Record>& records = *shadow;
     bool reported = false;
@@ -220,42 +228,14 @@ bool conservative_range(const void* p, uintptr_t* begin, uintptr_t* end) {
   return true;
 }
 
-// ---- exact kernel accesses ------------------------------------------------------------------------
+// ---- merging recorded accesses -------------------------------------------------------------------
 
-namespace {
-std::atomic<bool> g_exact{false};
-// A spin lock, not a mutex: it is taken from simulated threads, and a mutex would give TSan
-// happens-before edges between them that CUDA does not have (this file is not TSan-instrumented).
-std::atomic<bool> g_noted_lock{false};
-std::vector<Access>* g_noted = new std::vector<Access>();
-}  // namespace
-
-void set_exact_kernel_accesses(bool enabled) { g_exact.store(enabled); }
-bool exact_kernel_accesses() { return g_exact.load(std::memory_order_relaxed); }
-
-void note_kernel_access(const void* p, size_t bytes, bool write) {
-  const auto b = reinterpret_cast<uintptr_t>(p);
-  while (g_noted_lock.exchange(true, std::memory_order_acquire)) {
-  }
-  if (!g_noted->empty() && g_noted->back().write == write && g_noted->back().end == b)
-    g_noted->back().end = b + bytes;  // the common case: consecutive elements
-  else
-    g_noted->push_back({b, b + bytes, write});
-  g_noted_lock.store(false, std::memory_order_release);
-}
-
-std::vector<Access> take_noted_accesses() {
-  while (g_noted_lock.exchange(true, std::memory_order_acquire)) {
-  }
-  std::vector<Access> noted;
-  noted.swap(*g_noted);
-  g_noted_lock.store(false, std::memory_order_release);
-  // Merge: sort by start, join overlapping or touching ranges of the same mode.
-  std::sort(noted.begin(), noted.end(), [](const Access& a, const Access& b) {
+std::vector<Access> merge_accesses(std::vector<Access> accesses) {
+  std::sort(accesses.begin(), accesses.end(), [](const Access& a, const Access& b) {
     return a.write != b.write ? a.write < b.write : a.begin < b.begin;
   });
   std::vector<Access> merged;
-  for (const Access& a : noted) {
+  for (const Access& a : accesses) {
     if (!merged.empty() && merged.back().write == a.write && a.begin <= merged.back().end)
       merged.back().end = std::max(merged.back().end, a.end);
     else

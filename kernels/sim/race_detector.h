@@ -17,13 +17,14 @@
 //   * copies and memsets: the exact byte ranges (each row of a 2-D copy); pageable host memory is
 //     not tracked (the runtime stages or synchronises those copies, so they cannot race);
 //   * stream-ordered frees (cudaFreeAsync): a write of the whole allocation;
-//   * kernels, conservatively: for each pointer argument, the whole allocation it points into (or
-//     the buffer an allocator annotated, seg::sim::annotate_buffer), read-only when the parameter
-//     points to const, else read and write. Pointers inside structs are not seen.
-// Exact kernel accesses plug in here: a provider that sees every global load and store (the
-// pointer-check instrumentation) calls set_exact_kernel_accesses(true) once and
-// note_kernel_access() for every access while a launch runs; the detector then uses the union of
-// the noted ranges of each launch instead of the conservative sets.
+//   * kernels, exactly, where kernel code is instrumented and the pointer checks are on (the
+//     default build, access_check.h): the union of the global bytes the launch's threads loaded
+//     and stored (LaunchContext::record_accesses; WMMA tiles line by line), checked after the
+//     kernel ran; a launch that faulted is not checked (its fault is reported instead);
+//   * kernels, conservatively, elsewhere (ASan and TSan builds, SEG_SIM_CHECK_POINTERS=0): for each
+//     pointer argument, the whole allocation it points into (or the buffer an allocator annotated,
+//     seg::sim::annotate_buffer), read-only when the parameter points to const, else read and
+//     write, checked before the kernel runs. Pointers inside structs are not seen.
 #pragma once
 
 #include <cstddef>
@@ -86,12 +87,8 @@ bool freed_by_stream_order(const void* p, uintptr_t* begin, size_t* bytes);
 // that contains it. False when the pointer is not inside any allocation.
 bool conservative_range(const void* p, uintptr_t* begin, uintptr_t* end);
 
-// ---- exact kernel accesses (for the pointer-check instrumentation) -------------------------------
-void set_exact_kernel_accesses(bool enabled);
-bool exact_kernel_accesses();
-// Called for every global load/store of a running kernel, from any simulated thread.
-void note_kernel_access(const void* p, size_t bytes, bool write);
-// The noted accesses since the last call, merged (the executor calls it around each launch).
-std::vector<Access> take_noted_accesses();
+// Sorts accesses and joins the overlapping or touching ranges of the same mode (reads and writes
+// stay apart): what the per-access recording of a kernel hands to check_accesses.
+std::vector<Access> merge_accesses(std::vector<Access> accesses);
 
 }  // namespace seg::sim::detail

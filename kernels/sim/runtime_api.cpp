@@ -79,7 +79,8 @@ void enqueue_launch(std::shared_ptr<const LaunchRequest> request) {
                  "the stream belongs to device " + std::to_string(s->device) + " but device " +
                      std::to_string(h.device) + " is current (cudaSetDevice)");
   const bool capturing = s->capture != nullptr;  // then the op becomes a graph node, never run itself
-  OpPtr op = make_kernel_op(std::move(request));
+  if (!h.last_counted) h.last_counted = std::make_shared<LastCounted>();
+  OpPtr op = make_kernel_op(std::move(request), h.last_counted);
   if (const cudaError_t e = submit(*s, op); e != cudaSuccess)
     launch_error(r, FaultKind::stream_capture, e,
                  std::string(cudaGetErrorString(e)) + " (a stream capture is in progress)");
@@ -112,13 +113,15 @@ LaunchStats last_launch_stats() {
 KernelCounters last_launch_counters() {
   using namespace detail;
   Lock lock = runtime_lock();
-  const OpPtr op = host_thread().last_launch;
+  HostThread& h = host_thread();
+  const OpPtr op = h.last_launch;
   if (!op) return {};
   run_until(lock, {op});
   host_acquire({op});
   throw_pending_fault();
-  const KernelCounters* counters = kernel_op_counters(*op);
-  return counters ? *counters : KernelCounters{};
+  // The latest launch that ran without a fault: a launch that faulted records nothing.
+  std::lock_guard<std::mutex> counted_lock(h.last_counted->mutex);
+  return h.last_counted->counters ? *h.last_counted->counters : KernelCounters{};
 }
 
 }  // namespace seg::sim

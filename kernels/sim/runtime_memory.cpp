@@ -238,11 +238,13 @@ cudaError_t cudaMallocAsync(void** p, size_t bytes, cudaStream_t stream) {
 cudaError_t cudaMallocManaged(void** p, size_t bytes, unsigned int) {
   return allocate(p, bytes, MemoryKind::managed, host_thread().device, SEG_SIM_CALLER, false);
 }
+// Pinned host memory is reachable from every device; the device recorded is the one current at
+// allocation, which is what cudaPointerGetAttributes reports for it.
 cudaError_t cudaMallocHost(void** p, size_t bytes) {
-  return allocate(p, bytes, MemoryKind::pinned_host, -1, SEG_SIM_CALLER, false);
+  return allocate(p, bytes, MemoryKind::pinned_host, host_thread().device, SEG_SIM_CALLER, false);
 }
 cudaError_t cudaHostAlloc(void** p, size_t bytes, unsigned int) {
-  return allocate(p, bytes, MemoryKind::pinned_host, -1, SEG_SIM_CALLER, false);
+  return allocate(p, bytes, MemoryKind::pinned_host, host_thread().device, SEG_SIM_CALLER, false);
 }
 cudaError_t cudaFree(void* p) { return free_now(p, false); }
 cudaError_t cudaFreeHost(void* p) { return free_now(p, true); }

@@ -76,8 +76,10 @@ struct Options {
   // Device allocations are inaccessible to host code (PROT_NONE, or ASan poison) except while the
   // simulator runs queued work, so a host dereference of a device pointer faults with a report.
   bool host_access_faults = true;
-  // Pointer checks of every load and store of kernel code (access_check.h). Only the default build
-  // instruments kernel code; under ASan and TSan the setting has no effect.
+  // Pointer checks of every load and store of kernel code (access_check.h); with them the stream
+  // race detector takes the bytes a kernel touched instead of whole allocations. Only the default
+  // build instruments kernel code; under ASan and TSan the setting has no effect. Off, a launch
+  // checks its pointer arguments instead (a stream-ordered free, another device's memory).
   bool check_pointers = true;
   // Performance counters (counters.h), read with last_launch_counters(); `profile` also prints them.
   bool counters = false;

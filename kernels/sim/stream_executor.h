@@ -45,6 +45,7 @@ constexpr int kMaxDevices = 64;
 class Op;
 using OpPtr = std::shared_ptr<Op>;
 struct CaptureSession;
+struct LastCounted;  // stream_ops.h
 
 // What running an op produced.
 struct OpRun {
@@ -169,6 +170,7 @@ struct HostThread {
   CUstream_st* per_thread[kMaxDevices] = {};                         // cudaStreamPerThread, per device
   bool in_host_function = false;                                     // host functions may not call the runtime
   OpPtr last_launch;                                                 // for last_launch_stats
+  std::shared_ptr<LastCounted> last_counted;                         // for last_launch_counters (stream_ops.h)
   bool joined = false;  // clock initialised from the other threads' (see host_thread())
 };
 

@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 
+#include "kernels/sim/counter_hooks.h"
 #include "kernels/sim/device_memory.h"
 #include "kernels/sim/worker.h"
 
@@ -66,15 +67,25 @@ bool still_live(const void* p, size_t bytes, Space s) {
 
 class KernelOp final : public Op {
  public:
-  explicit KernelOp(std::shared_ptr<const LaunchRequest> r) : request_(std::move(r)) {}
+  explicit KernelOp(std::shared_ptr<const LaunchRequest> r, std::shared_ptr<LastCounted> report_to = nullptr)
+      : request_(std::move(r)), report_to_(std::move(report_to)) {}
+  // Graph replays are not a host thread's last launch: clones report nowhere.
   OpPtr clone() const override { return std::make_shared<KernelOp>(request_); }
-  bool conservative_accesses() const override { return true; }
+  // Where kernel code is instrumented and checked (the default build) the launch records the global
+  // bytes its threads touch, and the race detector checks exactly those, after the run; elsewhere
+  // it takes the conservative sets below, before the run.
+  bool conservative_accesses() const override { return !exact_accesses(); }
+  bool accesses_known_after_run() const override { return exact_accesses(); }
   std::string describe() const override {
     return std::string("kernel ") + request_->kernel_name + " launched at " + relative_path(request_->file) + ":" +
            std::to_string(request_->line);
   }
 
   void accesses(std::vector<Access>& out) const override {
+    if (ran_exact_) {
+      out.insert(out.end(), touched_.begin(), touched_.end());
+      return;
+    }
     std::vector<PointerArgument> args;
     request_->invoker->pointer_arguments(args);
     std::map<uintptr_t, Access> ranges;  // by start: one access per buffer, a write if any argument writes
@@ -90,21 +101,45 @@ class KernelOp final : public Op {
   }
 
   void execute(OpRun& run) override {
-    const LaunchContext context{device, peer_mask(device)};
-    if (std::optional<KernelFault> f = check_freed_arguments()) {
-      run.fault = f;
-      return;
+    LaunchContext context;
+    context.device = device;
+    context.accessible_devices = peer_mask(device);
+    context.record_accesses = exact_accesses();
+    // The per-access checks see exactly which bytes the kernel dereferences (a use after free, a
+    // peer access); the argument checks below stand in for them where kernel code is not
+    // instrumented (ASan and TSan builds, or SEG_SIM_CHECK_POINTERS=0).
+    if (!pointer_checks()) {
+      if (std::optional<KernelFault> f = check_freed_arguments()) {
+        run.fault = f;
+        return;
+      }
+      if (std::optional<KernelFault> f = check_peer_access(context)) {
+        run.fault = f;
+        return;
+      }
     }
-    if (std::optional<KernelFault> f = check_peer_access(context)) {
-      run.fault = f;
-      return;
+    LaunchResult result = run_launch(*request_, context);
+    stats_ = result.stats;
+    counters_ = std::move(result.counters);
+    touched_ = std::move(result.touched);
+    ran_exact_ = context.record_accesses;
+    if (report_to_) {
+      std::lock_guard<std::mutex> lock(report_to_->mutex);
+      if (seq > report_to_->seq) {
+        report_to_->seq = seq;
+        report_to_->counters = counters_;
+      }
     }
-    stats_ = run_launch(*request_, context);
   }
 
   const LaunchStats& stats() const { return stats_; }
 
  private:
+  // SEG_SIM_CHECK_POINTERS=0 turns the per-access machinery off (except for the counters): no
+  // checks, no recorded accesses; the argument checks and conservative sets stand in.
+  static bool exact_accesses() { return pointer_checks() && options().race_check; }
+  static bool pointer_checks() { return kernel_code_instrumented() && options().check_pointers; }
+
   // Memory released by cudaFreeAsync before the kernel ran: the kernel would touch unmapped memory.
   std::optional<KernelFault> check_freed_arguments() const {
     std::vector<PointerArgument> args;
@@ -145,7 +180,11 @@ class KernelOp final : public Op {
   }
 
   std::shared_ptr<const LaunchRequest> request_;
+  std::shared_ptr<LastCounted> report_to_;
   LaunchStats stats_;
+  std::shared_ptr<const KernelCounters> counters_;
+  std::vector<Access> touched_;  // the global bytes it touched (exact_accesses)
+  bool ran_exact_ = false;
 };
 
 class CopyOp final : public Op {
@@ -329,8 +368,8 @@ bool unregister_host_range(const void* p) {
   return host_ranges().erase(reinterpret_cast<uintptr_t>(p)) != 0;
 }
 
-OpPtr make_kernel_op(std::shared_ptr<const LaunchRequest> request) {
-  return std::make_shared<KernelOp>(std::move(request));
+OpPtr make_kernel_op(std::shared_ptr<const LaunchRequest> request, std::shared_ptr<LastCounted> report_to) {
+  return std::make_shared<KernelOp>(std::move(request), std::move(report_to));
 }
 OpPtr make_copy_op(const CopySpec& spec) { return std::make_shared<CopyOp>(spec); }
 OpPtr make_memset_op(void* dst, size_t pitch, int value, size_t width, size_t height, const char* api,
@@ -350,5 +389,6 @@ const LaunchStats* kernel_op_stats(const Op& op) {
   const auto* k = dynamic_cast<const KernelOp*>(&op);
   return k ? &k->stats() : nullptr;
 }
+
 
 }  // namespace seg::sim::detail

@@ -7,6 +7,9 @@
 #include <memory>
 #include <vector>
 
+#include <memory>
+#include <mutex>
+
 #include "kernels/sim/stream_executor.h"
 
 namespace seg::sim {
@@ -36,7 +39,15 @@ struct CopySpec {
   const void* caller = nullptr;
 };
 
-OpPtr make_kernel_op(std::shared_ptr<const LaunchRequest> request);
+// The latest launch of one host thread that ran without a fault: its counters (null when it was
+// not counted), for last_launch_counters(). Written by whichever thread runs the launch.
+struct LastCounted {
+  std::mutex mutex;
+  uint64_t seq = 0;  // the op's enqueue number
+  std::shared_ptr<const KernelCounters> counters;
+};
+// `report_to`: where the launch, once it ran without a fault, leaves its counters (may be null).
+OpPtr make_kernel_op(std::shared_ptr<const LaunchRequest> request, std::shared_ptr<LastCounted> report_to = nullptr);
 OpPtr make_copy_op(const CopySpec& spec);
 OpPtr make_memset_op(void* dst, size_t pitch, int value, size_t width, size_t height, const char* api,
                      const void* caller);
@@ -46,9 +57,7 @@ OpPtr make_free_op(void* p, const void* caller);
 // Event records, event waits and graph joins: they only order other ops.
 OpPtr make_marker_op(const char* what);
 
-// The statistics and the performance counters of a kernel op that has run (null for other ops;
-// counters: also null when the launch was not counted).
+// The statistics of a kernel op that has run (null for other ops).
 const LaunchStats* kernel_op_stats(const Op& op);
-const KernelCounters* kernel_op_counters(const Op& op);
 
 }  // namespace seg::sim::detail

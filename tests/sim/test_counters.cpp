@@ -282,7 +282,9 @@ TEST_CASE("sim counters: a launch that faults records nothing" * doctest::skip(k
   seg::sim::Options o;
   o.counters = true;
   seg::sim::ScopedOptions scoped(o);
-  CHECK_THROWS_AS(simtest::broken::scale_by_two(host.data(), y.get(), n), seg::sim::KernelFault);
+  // The fault surfaces at the synchronisation after the (asynchronous) launch.
+  CHECK_THROWS_AS((simtest::broken::scale_by_two(host.data(), y.get(), n), cudaDeviceSynchronize()),
+                  seg::sim::KernelFault);
   CHECK(seg::sim::last_launch_counters().kernel == "copy_kernel");
 }
 

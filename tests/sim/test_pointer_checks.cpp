@@ -16,10 +16,13 @@ namespace {
 
 constexpr bool kNotInstrumented = !SEG_SIM_TEST_INSTRUMENTED;
 
+// Launches run asynchronously (stream_executor.h): the fault of a kernel surfaces at the next
+// synchronisation, as cudaErrorIllegalAddress does on a GPU, so the launch is followed by one.
 template <class F>
 seg::sim::KernelFault expect_fault(F launch) {
   try {
     launch();
+    cudaDeviceSynchronize();
   } catch (const seg::sim::KernelFault& f) {
     return f;
   }

@@ -198,7 +198,34 @@ TEST_CASE("stream races: the unordered cases are reported") {
   }
 }
 
-TEST_CASE("stream races: kernels' accesses are whole allocations unless an allocator annotates its buffers") {
+// Where kernel code is instrumented (the default build) the launch records the bytes it loads and
+// stores; the ASan and TSan builds, and SEG_SIM_CHECK_POINTERS=0, take the conservative sets of the
+// next test.
+TEST_CASE("stream races: a kernel's accesses are the bytes it touched where kernel code is instrumented" *
+          doctest::skip(!SEG_SIM_TEST_INSTRUMENTED)) {
+  const int n = 128;
+  DeviceBuffer<float> pool(2 * n);  // two buffers carved out of one allocation
+  float* first = pool.get();
+  float* second = pool.get() + n;
+  Streams st;
+  // Disjoint halves: no race, without any annotation.
+  ks::fill(first, n, 1.0f, st.a);
+  ks::fill(second, n, 2.0f, st.b);
+  CHECK(race_after_sync() == "");
+  // One float of overlap: the second kernel writes floats n-1 and n of the pool, and float n-1
+  // (bytes 508 to 511) is also the first kernel's last.
+  ks::fill(first, n, 1.0f, st.a);
+  ks::fill(second - 1, 2, 2.0f, st.b);
+  const std::string report = race_after_sync();
+  INFO(report);
+  CHECK(contains(report, "memory: bytes [508, 512) of the 1024-byte device allocation at"));
+  CHECK(!contains(report, "taken conservatively"));
+}
+
+TEST_CASE("stream races: without pointer checks, kernels' accesses are whole allocations unless annotated") {
+  seg::sim::Options o;
+  o.check_pointers = false;  // no effect where kernel code is not instrumented: conservative anyway
+  seg::sim::ScopedOptions scoped(o);
   const int n = 128;
   DeviceBuffer<float> pool(2 * n), out(1);  // two buffers carved out of one allocation
   float* first = pool.get();
