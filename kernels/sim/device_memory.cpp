@@ -375,6 +375,7 @@ bool live_allocation_containing(uintptr_t address, AllocationRecord* record) {
   record->bytes = it->second.bytes;
   record->kind = it->second.kind;
   record->device = it->second.device;
+  record->allocated_by = it->second.allocated_by;  // for fault reports (peer access, overruns)
   return true;
 }
 
