@@ -65,6 +65,7 @@ std::vector<Entry> schema(Config& c) {
       {"TRAIN.loss_scale", &c.TRAIN.loss_scale},
       {"TRAIN.eval_every", &c.TRAIN.eval_every},
       {"TRAIN.bn_recalibrate_iters", &c.TRAIN.bn_recalibrate_iters},
+      {"TRAIN.detect_anomaly", &c.TRAIN.detect_anomaly},
       {"VAL.batch_size", &c.VAL.batch_size},
       {"VAL.visualize", &c.VAL.visualize},
       {"VAL.checkpoint", &c.VAL.checkpoint},

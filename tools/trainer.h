@@ -25,6 +25,7 @@ namespace seg::cli {
 struct TrainRunOptions {
   bool resume = false;       // continue exactly from DIR/train_state.safetensors
   bool amp_stats = false;    // print fp16 underflow/overflow shares of the gradients per layer
+  bool detect_anomaly = false;  // --detect-anomaly (or TRAIN.detect_anomaly): layers/anomaly.h
   int64_t stop_after = 0;    // stop (as if interrupted, resumable) after this many steps; tests and --smoke
   bool quiet = false;        // no per-interval log lines (the demo prints its own)
 };
@@ -32,6 +33,7 @@ struct TrainRunOptions {
 struct TrainSummary {
   int64_t steps = 0;            // optimizer steps completed in total (resume included)
   int64_t skipped_steps = 0;    // overflowing steps skipped by the loss scaler
+  int64_t anomalies = 0;        // --detect-anomaly: skipped steps whose first inf/NaN gradient was named
   double first_loss = 0, last_loss = 0;  // mean loss of the first and of the last log interval
   double last_accuracy = 0;
   double seconds = 0;
