@@ -12,9 +12,11 @@
 // a launch error (bad configuration, too much shared memory, no kernel image for this GPU) throws
 // seg::cuda::LaunchError naming the kernel and the launch site. Errors that happen while the kernel
 // runs surface later, at the next synchronising call, as with any CUDA launch.
-// In the simulator build (g++, SEG_CUDA_SIM) it runs the kernel on the CPU before returning and
-// throws seg::sim::KernelFault (a LaunchError) for a bad configuration or any fault the simulator
-// finds while running it (deadlock, divergent collective, ...). See docs/cuda-simulator.md.
+// In the simulator build (g++, SEG_CUDA_SIM) the launch is queued on its stream, as on a GPU, and
+// runs on the CPU when the host synchronises with it. A bad configuration throws
+// seg::sim::KernelFault (a LaunchError) at the call; a fault the simulator finds while the kernel
+// runs (deadlock, divergent collective, ...) is thrown by the next synchronising call or launch
+// (SEG_SIM_SYNC_LAUNCH=1: by the launch itself). See docs/cuda-simulator.md.
 #pragma once
 
 #include <cuda_runtime.h>

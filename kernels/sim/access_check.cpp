@@ -2,8 +2,8 @@
 // classification of an address, and the fault reports.
 //
 // Cost. The callbacks run for every load and store of kernel code, so the common cases are a few
-// compares on one thread-local context: the thread's own stack, the last device allocation hit, the
-// built-in variables, the last two static shared arrays and the dynamic shared memory. Everything
+// compares on one thread-local context: the thread's own stack, the last four device allocations hit,
+// the built-in variables, the last two static shared arrays and the dynamic shared memory. Everything
 // else (the first access to an allocation, __device__ variables, kernel parameters, faults) takes
 // the slow path: the registry under its spin lock, the symbol table, the loaded segments.
 #include "kernels/sim/access_check.h"
@@ -11,8 +11,11 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <algorithm>
 #include <cstring>
+#include <mutex>
 #include <string>
+#include <vector>
 
 #include "kernels/sim/builtins.h"
 #include "kernels/sim/device_memory.h"
@@ -44,7 +47,8 @@ struct AccessContext {
   bool check = true;
   bool count = false;
   Range stack;       // the running simulated thread's stack
-  Range hit;         // the last live allocation an access hit
+  Range hits[4];     // the last live allocations accesses hit (a kernel reads x and writes y: two)
+  unsigned next_hit = 0;
   Range builtins;    // threadIdx, blockIdx, blockDim, gridDim, when they are contiguous
   Range shared[2];   // the last two static __shared__ arrays hit
   unsigned next_shared = 0;
@@ -56,6 +60,12 @@ struct AccessContext {
   int device = 0;
   uint64_t accessible_devices = 1;
   const char* op = nullptr;  // the runtime operation being checked (check_runtime_access), for reports
+  // LaunchContext::record_accesses: the global bytes this OS thread's blocks touched, for the stream
+  // race detector. Runs of consecutive bytes merge as they come; the list is compacted (sorted and
+  // merged) whenever it reaches `compact_at` entries, so it stays as long as the distinct ranges.
+  bool record = false;
+  std::vector<Access> touched;
+  size_t compact_at = 4096;
 };
 
 thread_local AccessContext tls_context;
@@ -190,7 +200,8 @@ MemorySpace classify_slow(AccessContext& c, uintptr_t a, uint32_t n, bool store,
     const bool reachable = live.kind != MemoryKind::device || live.device == c.device ||
                            (live.device >= 0 && live.device < 64 && (c.accessible_devices >> live.device & 1u));
     if (fits && reachable) {
-      c.hit = Range{live.begin, live.bytes};
+      c.hits[c.next_hit] = Range{live.begin, live.bytes};
+      c.next_hit = (c.next_hit + 1) % 4;
       return MemorySpace::global;
     }
     if (!c.check) return MemorySpace::local;
@@ -201,7 +212,10 @@ MemorySpace classify_slow(AccessContext& c, uintptr_t a, uint32_t n, bool store,
     access_fault(c, FaultKind::peer_access,
                  access_text(c, a, n, store) + " is in " + allocation_text(live) + ", but the kernel runs on device " +
                      std::to_string(c.device) + ", which has no peer access to device " + std::to_string(live.device) +
-                     " (cudaDeviceEnablePeerAccess)",
+                     ": call cudaDeviceEnablePeerAccess(" + std::to_string(live.device) + ", 0) while device " +
+                     std::to_string(c.device) +
+                     " is current (cudaDeviceCanAccessPeer says whether it can), or copy the data with "
+                     "cudaMemcpyPeerAsync",
                  pc, where);
   }
   if (!c.check) return MemorySpace::local;
@@ -229,12 +243,21 @@ MemorySpace classify_slow(AccessContext& c, uintptr_t a, uint32_t n, bool store,
   if (in_loaded_image(a, n)) return MemorySpace::global;  // a __device__/__constant__ variable, a literal
 
   const AddressLookup look = look_up_address(a);
-  if (look.freed)
+  if (look.freed) {
+    // cudaFreeAsync frees when the executor reaches it, so its call stack is that of the host call
+    // that ran the queue; say that it was a stream-ordered free.
+    uintptr_t ordered_begin = 0;
+    size_t ordered_bytes = 0;
+    const bool stream_ordered = freed_by_stream_order(reinterpret_cast<const void*>(a), &ordered_begin, &ordered_bytes);
     access_fault(c, FaultKind::use_after_free,
                  access_text(c, a, n, store) + " is at byte offset " + std::to_string(a - look.freed_allocation.begin) +
                      " of " + allocation_text(look.freed_allocation) + ", which was freed by " +
-                     describe_call_stack(look.freed_allocation.freed_by),
+                     (stream_ordered ? std::string("cudaFreeAsync before the kernel ran (a use after a stream-ordered "
+                                                   "free; it ran in ") +
+                                           describe_call_stack(look.freed_allocation.freed_by) + ")"
+                                     : describe_call_stack(look.freed_allocation.freed_by)),
                  pc, where);
+  }
   constexpr uintptr_t kNear = 1 << 20;  // closer than this to an allocation: an overrun of it
   if (look.has_before && a >= look.before.begin + look.before.bytes && a - (look.before.begin + look.before.bytes) < kNear)
     access_fault(c, FaultKind::out_of_bounds,
@@ -254,12 +277,36 @@ MemorySpace classify_slow(AccessContext& c, uintptr_t a, uint32_t n, bool store,
                pc, where);
 }
 
+// Adds [a, a + n) to the recorded accesses: extends one of the last few ranges when it continues it
+// (a thread walking an array, or neighbouring threads reading neighbouring elements, while the
+// kernel alternates between several arrays), else appends and compacts now and then.
+inline void note_access(AccessContext& c, uintptr_t a, uint32_t n, bool store) {
+  std::vector<Access>& t = c.touched;
+  const size_t size = t.size();
+  for (size_t i = size, seen = 0; i > 0 && seen < 4; --i, ++seen) {
+    Access& last = t[i - 1];
+    if (last.write != store) continue;
+    if (a <= last.end && a + n >= last.begin) {
+      last.begin = std::min(last.begin, a);
+      last.end = std::max(last.end, a + n);
+      return;
+    }
+  }
+  t.push_back({a, a + n, store});
+  if (t.size() >= c.compact_at) {
+    t = merge_accesses(std::move(t));
+    c.compact_at = std::max<size_t>(4096, 2 * t.size());
+  }
+}
+
 // The common cases inline; returns the space (local, parameter, builtin: not counted).
 inline MemorySpace classify(AccessContext& c, uintptr_t a, uint32_t n, bool store, uintptr_t pc, const Where* where) {
   if (c.stack.holds(a, n)) return MemorySpace::local;
-  if (c.hit.holds(a, n)) return MemorySpace::global;
+  if (c.hits[0].holds(a, n) || c.hits[1].holds(a, n) || c.hits[2].holds(a, n) || c.hits[3].holds(a, n))
+    return MemorySpace::global;
   if (c.builtins.holds(a, n)) return MemorySpace::builtin;
   if (c.shared[0].holds(a, n) || c.shared[1].holds(a, n) || c.smem.holds(a, n)) return MemorySpace::shared;
+  if (c.params.holds(a, n)) return MemorySpace::parameter;  // every thread copies the arguments once
   return classify_slow(c, a, n, store, pc, where);
 }
 
@@ -267,6 +314,7 @@ inline void on_access(uintptr_t a, uint32_t n, bool store, uintptr_t pc) {
   AccessContext* c = tls_access;
   if (!c) return;  // host code of a .cu file, or checks and counters off
   const MemorySpace space = classify(*c, a, n, store, pc, nullptr);
+  if (c->record && space == MemorySpace::global) note_access(*c, a, n, store);
   if (c->count && (space == MemorySpace::global || space == MemorySpace::shared))
     count_access(*c->worker, *c->worker->current, space, a, n, store, pc);
 }
@@ -295,18 +343,26 @@ void access_prepare_worker(Worker& w) {
   const TlsBlock tls = executable_tls_block();
   c.tls = Range{tls.begin, tls.size};
   c.tls_objects = ProgramSymbols::get().has_symtab() && !ProgramSymbols::get().tls_objects().empty();
-  const KernelInvoker* invoker = launch.request->invoker;
+  const KernelInvoker* invoker = launch.request->invoker.get();
   c.params = Range{reinterpret_cast<uintptr_t>(invoker), invoker->storage_bytes()};
-  c.device = launch.device;
-  c.accessible_devices = launch.accessible_devices | (uint64_t{1} << (launch.device & 63));
+  c.device = launch.context.device;
+  c.accessible_devices = launch.context.accessible_devices | (uint64_t{1} << (launch.context.device & 63));
+  c.record = launch.context.record_accesses;
   // Without instrumentation only check_runtime_access uses the context; it is kept all the same.
-  tls_access = (c.check || c.count) ? &c : nullptr;
+  tls_access = (c.check || c.count || c.record) ? &c : nullptr;
 }
 
 void access_release_worker(Worker& w) {
-  (void)w;
+  AccessContext& c = tls_context;
+  if (c.record && !c.touched.empty()) {
+    std::vector<Access> mine = merge_accesses(std::move(c.touched));
+    std::lock_guard<std::mutex> lock(w.launch->mutex);
+    w.launch->touched.insert(w.launch->touched.end(), mine.begin(), mine.end());
+  }
+  c.touched = {};
+  c.record = false;
   tls_access = nullptr;
-  tls_context.worker = nullptr;
+  c.worker = nullptr;
 }
 
 void access_switched_to(const SimThread& t) {
@@ -314,7 +370,8 @@ void access_switched_to(const SimThread& t) {
   c.stack = Range{reinterpret_cast<uintptr_t>(t.fiber.stack_base()), t.fiber.stack_bytes()};
 }
 
-MemorySpace check_runtime_access(const void* p, size_t bytes, bool store, const char* what, const Where& where) {
+MemorySpace check_runtime_access(const void* p, size_t bytes, bool store, const char* what, const Where& where,
+                                 bool record) {
   AccessContext* c = tls_access;
   if (!c || bytes == 0) return MemorySpace::global;
   const auto a = reinterpret_cast<uintptr_t>(p);
@@ -322,7 +379,16 @@ MemorySpace check_runtime_access(const void* p, size_t bytes, bool store, const 
   // A fault unwinds through here (raise_fault); op is only read while building its report.
   const MemorySpace space = classify(*c, a, static_cast<uint32_t>(bytes), store, 0, &where);
   c->op = nullptr;
+  if (record && c->record && space == MemorySpace::global) note_access(*c, a, static_cast<uint32_t>(bytes), store);
   return space;
+}
+
+void note_tile_access(MemorySpace space, const void* base, unsigned lines, unsigned line_bytes, size_t stride,
+                      bool store) {
+  AccessContext* c = tls_access;
+  if (!c || !c->record || space != MemorySpace::global) return;
+  const auto b = reinterpret_cast<uintptr_t>(base);
+  for (unsigned i = 0; i < lines; ++i) note_access(*c, b + i * stride, line_bytes, store);
 }
 
 }  // namespace seg::sim::detail

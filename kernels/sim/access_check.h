@@ -42,6 +42,14 @@ void access_switched_to(const SimThread& t);
 // Checks [p, p + bytes), accessed by the runtime on behalf of the calling simulated thread, like an
 // access of kernel code; faults (KernelFault) when it is invalid. `what` names the operation
 // ("wmma::load_matrix_sync"). Returns the memory space (global or shared; local for the stack).
-MemorySpace check_runtime_access(const void* p, size_t bytes, bool store, const char* what, const Where& where);
+// A global access is also recorded for the stream race detector (LaunchContext::record_accesses)
+// unless `record` is false: a strided WMMA tile is checked as one span but recorded line by line
+// (note_tile_access), so the gaps between its lines are not taken as touched.
+MemorySpace check_runtime_access(const void* p, size_t bytes, bool store, const char* what, const Where& where,
+                                 bool record = true);
+// Records the `lines` runs of `line_bytes` bytes, `stride` apart from `base`, that a WMMA tile
+// operation of the calling simulated thread's warp moved (global memory only; see above).
+void note_tile_access(MemorySpace space, const void* base, unsigned lines, unsigned line_bytes, size_t stride,
+                      bool store);
 
 }  // namespace seg::sim::detail

@@ -7,6 +7,11 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
+
+namespace seg::sim {
+struct KernelCounters;  // counters.h
+}  // namespace seg::sim
 
 namespace seg::sim::detail {
 
@@ -24,8 +29,9 @@ bool kernel_code_instrumented();
 bool counting();
 
 void counters_begin_launch(LaunchState& launch);
-// After every worker finished: records the counts of a launch that did not fault.
-void counters_end_launch(LaunchState& launch, bool faulted);
+// After every worker finished: records the counts of a launch that did not fault (the totals, the
+// SEG_SIM_PROFILE table) and returns them; null when the launch was not counted or faulted.
+std::shared_ptr<const KernelCounters> counters_end_launch(LaunchState& launch, bool faulted);
 void counters_prepare_worker(Worker& w);        // on the worker's thread, before its blocks
 void counters_release_worker(Worker& w);        // after its blocks: adds its counts to the launch
 void counters_end_block(Worker& w);

@@ -201,6 +201,7 @@ RooflineEstimate estimate_for(const KernelCounters& c, uint64_t launches) {
   in.tensor_f16_flops = c.tensor_f16_flops / n;
   in.tensor_tf32_flops = c.tensor_tf32_flops / n;
   in.fp32_fma = c.fp32_fma / n;
+  in.shared_wavefronts = (c.shared_load.sectors + c.shared_store.sectors) / n;
   return estimate_h200(in);
 }
 
@@ -208,7 +209,6 @@ RooflineEstimate estimate_for(const KernelCounters& c, uint64_t launches) {
 
 struct Results {
   std::mutex mutex;
-  KernelCounters last;
   std::vector<KernelCounters> totals;  // one per kernel name, first-launch order
   bool summary_at_exit = false;
 };
@@ -278,10 +278,10 @@ void counters_end_block(Worker& w) {
   (void)w;
 }
 
-void counters_end_launch(LaunchState& launch, bool faulted) {
+std::shared_ptr<const KernelCounters> counters_end_launch(LaunchState& launch, bool faulted) {
   std::unique_ptr<LaunchCounters> owned(launch.counters);
   launch.counters = nullptr;
-  if (!owned || faulted) return;
+  if (!owned || faulted) return nullptr;
   const LaunchRequest& r = *launch.request;
   KernelCounters c = owned->counts;
   c.kernel = r.kernel_name;
@@ -305,7 +305,6 @@ void counters_end_launch(LaunchState& launch, bool faulted) {
   Results& out = results();
   {
     std::lock_guard<std::mutex> lock(out.mutex);
-    out.last = c;
     auto it = std::find_if(out.totals.begin(), out.totals.end(),
                            [&](const KernelCounters& t) { return t.kernel == c.kernel; });
     if (it == out.totals.end()) {
@@ -321,6 +320,7 @@ void counters_end_launch(LaunchState& launch, bool faulted) {
   }
   if (launch.options.profile == ProfileOutput::each_launch)
     std::fprintf(stderr, "%s", seg::sim::format_counters(c).c_str());
+  return std::make_shared<const KernelCounters>(std::move(c));
 }
 
 // ---- hooks ------------------------------------------------------------------------------------------
@@ -411,12 +411,6 @@ namespace seg::sim {
 
 bool counters_available() { return detail::kernel_code_instrumented(); }
 
-KernelCounters last_launch_counters() {
-  detail::Results& r = detail::results();
-  std::lock_guard<std::mutex> lock(r.mutex);
-  return r.last;
-}
-
 std::vector<KernelCounters> kernel_counter_totals() {
   detail::Results& r = detail::results();
   std::lock_guard<std::mutex> lock(r.mutex);
@@ -470,11 +464,17 @@ std::string format_counters(const KernelCounters& c) {
   add("  %-24s %s, %s, %zu B dynamic shared\n", "resources per block", regs.c_str(), smem.c_str(), c.dynamic_smem_bytes);
   const RooflineEstimate& e = c.estimate;
   add("  H200 ESTIMATE (a roofline model, not a measurement)%s:\n", c.launches > 1 ? ", average launch" : "");
-  add("    occupancy              %d blocks/SM (limited by %s%s), %.0f%% of 64 warps, %llu wave(s), grid uses 1/%.2f of the GPU\n",
+  const uint64_t blocks = c.blocks / std::max<uint64_t>(c.launches, 1);
+  add("    occupancy              %d blocks/SM (limited by %s%s), %.0f%% of 64 warps; %llu block(s) in %llu wave(s)\n",
       e.blocks_per_sm, e.occupancy_limit, c.registers_per_thread < 0 ? "; registers not counted" : "",
-      100.0 * e.occupancy, ull(e.waves), e.grid_factor);
+      100.0 * e.occupancy, ull(blocks), ull(e.waves));
+  add("    grid factor            x%.2f (%s)\n", e.grid_factor,
+      blocks < static_cast<uint64_t>(H200::sms) ? "fewer blocks than the 132 SMs"
+                                                 : (e.grid_factor > 1.0 ? "the last wave is partly empty" : "the grid fills the GPU"));
   add("    DRAM                   %.0f B (%s) -> %.3f us at 4.8 TB/s\n", e.dram_bytes,
       e.dram_from_unique ? "distinct sectors" : "all requested sectors: footprint > 50 MB L2", e.memory_us);
+  add("    shared memory          %.3f us (%llu wavefronts, one per SM and clock at 1.98 GHz)\n", e.shared_us,
+      ull((c.shared_load.sectors + c.shared_store.sectors) / std::max<uint64_t>(c.launches, 1)));
   add("    tensor cores / FP32    %.3f us at 989 (f16) / 494 (tf32) TFLOP/s, %.3f us at 67 TFLOP/s\n", e.tensor_us,
       e.fp32_us);
   add("    estimate               %.2f us (%s bound)\n", e.estimate_us, e.bound);

@@ -82,8 +82,11 @@ struct KernelCounters {
 
 // Whether this build counts (instrumented kernel code: the default build, not ASan or TSan).
 bool counters_available();
-// The counters of the last launch that completed without a fault, in this process. All zero
-// before any counted launch.
+// The counters of the calling host thread's last launch that ran without a fault (a launch that
+// faults records nothing). Launches are queued: like last_launch_stats() this runs the queued work
+// the thread's last launch needs and throws its KernelFault, if one is pending. All zero when that
+// launch was not counted (Options::counters off, or an ASan/TSan build) or when the thread has
+// launched nothing.
 KernelCounters last_launch_counters();
 // Every counted launch since the start or the last reset, summed per kernel name (first launch
 // order); `estimate` is that of the average launch.

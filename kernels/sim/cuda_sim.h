@@ -14,11 +14,13 @@
 //   half_extras.h   __half/__nv_bfloat16 functions CUDA's headers keep device-only
 //   wmma.h          nvcuda::wmma (every lane holds the whole tile)
 //   ptx_emulation.h ldmatrix, mma.sync m16n8k16, cp.async, behind kernels/cuda/ptx.h
-//   launch.h        seg::sim::launch, what SEG_LAUNCH calls
-//   sim.h           options (schedules, workers, strict mode), statistics, KernelFault
+//   launch.h        seg::sim::launch, what SEG_LAUNCH calls (queues the launch on its stream)
+//   sim.h           options (schedules, workers, strict mode, stream modes), devices, statistics,
+//                   the race detector's counters, KernelFault
 //   runtime_templates.h  the runtime API's C++ overloads that cuda_runtime.h keeps for nvcc
-// The runtime API (cudaMalloc, cudaMemcpy, streams, events, ...) is CUDA's own declarations with
-// synchronous definitions in runtime_api.cpp.
+// The runtime API (cudaMalloc, cudaMemcpy, streams, events, devices, graphs, ...) is CUDA's own
+// declarations with definitions in runtime_*.cpp: work is queued on streams and run by the stream
+// executor (stream_executor.h) when the host synchronises, as a GPU runs it asynchronously.
 //
 // The simulator accepts code nvcc rejects (shuffles of any type, writable threadIdx, missing
 // includes); CI therefore also compiles every .cu file with nvcc for sm_80 and sm_90.

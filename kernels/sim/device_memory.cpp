@@ -37,6 +37,7 @@ struct Allocation {
   int device = 0;
   void* map = nullptr;  // guarded allocations: the mapping (data + guard page), else null
   size_t map_size = 0;
+  const void* caller = nullptr;  // the code address that called the runtime
   CallStack allocated_by;
 };
 
@@ -52,6 +53,7 @@ std::map<uintptr_t, Freed>* g_freed = new std::map<uintptr_t, Freed>();         
 std::deque<uintptr_t>* g_freed_order = new std::deque<uintptr_t>();                      // oldest first
 size_t g_freed_bytes = 0;
 size_t g_device_bytes = 0;
+bool g_device_memory_accessible = false;  // see set_device_memory_accessible
 
 size_t page_size() { return static_cast<size_t>(sysconf(_SC_PAGESIZE)); }
 
@@ -62,6 +64,18 @@ std::map<uintptr_t, Allocation>::iterator containing(uintptr_t p) {
   --it;
   if (p >= it->first + std::max<size_t>(it->second.bytes, 1)) return g_allocations->end();
   return it;
+}
+
+// Opens or closes one allocation to host code (device kind only; g_lock held).
+void set_accessible(uintptr_t begin, const Allocation& a, bool accessible) {
+  if (a.kind != MemoryKind::device) return;
+  if (a.map) {
+    mprotect(a.map, a.map_size - page_size(), accessible ? PROT_READ | PROT_WRITE : PROT_NONE);
+  } else if (accessible) {
+    san::unpoison(reinterpret_cast<void*>(begin), std::max<size_t>(a.bytes, 1));
+  } else {
+    san::poison(reinterpret_cast<void*>(begin), std::max<size_t>(a.bytes, 1));
+  }
 }
 
 // The caller's call stack, without this function's own frames.
@@ -113,8 +127,9 @@ const char* memory_kind_name(MemoryKind kind) {
   return "?";
 }
 
-void* allocate_memory(size_t bytes, MemoryKind kind, int device) {
+void* allocate_memory(size_t bytes, MemoryKind kind, int device, const void* caller) {
   Allocation a;
+  a.caller = caller;
   a.bytes = bytes;
   a.rounded = (std::max<size_t>(bytes, 1) + kAlignment - 1) / kAlignment * kAlignment;
   a.kind = kind;
@@ -140,6 +155,7 @@ void* allocate_memory(size_t bytes, MemoryKind kind, int device) {
     std::memset(p, kPoison, a.rounded);
   }
   g_lock.lock();
+  if (!g_device_memory_accessible) set_accessible(reinterpret_cast<uintptr_t>(p), a, false);
   (*g_allocations)[reinterpret_cast<uintptr_t>(p)] = a;
   if (kind != MemoryKind::pinned_host) g_device_bytes += bytes;
   g_lock.unlock();
@@ -158,6 +174,7 @@ bool free_memory(void* p, MemoryKind kind) {
   const Allocation a = it->second;
   g_allocations->erase(it);
   if (!host_kind) g_device_bytes -= a.bytes;
+  if (!a.map && !g_device_memory_accessible) set_accessible(reinterpret_cast<uintptr_t>(p), a, true);
   const uintptr_t begin = reinterpret_cast<uintptr_t>(p);
   if (auto old = g_freed->find(begin); old != g_freed->end()) {
     // The C allocator reused the address of an earlier free: forget that one.
@@ -179,6 +196,7 @@ bool free_memory(void* p, MemoryKind kind) {
   for (const auto& [m, size] : unmap) munmap(m, size);
   return true;
 }
+
 bool inside_allocation(const void* p, size_t bytes, MemoryKind* kind) {
   const auto a = reinterpret_cast<uintptr_t>(p);
   g_lock.lock();
@@ -236,6 +254,60 @@ bool guard_page_owner(const void* addr, uintptr_t* begin, size_t* bytes) {
   return found;
 }
 
+namespace {
+void fill_info(uintptr_t begin, const Allocation& a, AllocationInfo* info) {
+  info->begin = begin;
+  info->bytes = a.bytes;
+  info->kind = a.kind;
+  info->device = a.device;
+  info->caller = a.caller;
+}
+}  // namespace
+
+bool find_allocation(const void* p, AllocationInfo* info) {
+  g_lock.lock();
+  auto it = containing(reinterpret_cast<uintptr_t>(p));
+  const bool found = it != g_allocations->end();
+  if (found) fill_info(it->first, it->second, info);
+  g_lock.unlock();
+  return found;
+}
+
+bool try_find_allocation(const void* p, AllocationInfo* info) {
+  if (!g_lock.try_lock()) return false;
+  auto it = containing(reinterpret_cast<uintptr_t>(p));
+  const bool found = it != g_allocations->end();
+  if (found) fill_info(it->first, it->second, info);
+  g_lock.unlock();
+  return found;
+}
+
+size_t allocated_device_bytes(int device) {
+  size_t n = 0;
+  g_lock.lock();
+  for (const auto& [begin, a] : *g_allocations)
+    if (a.kind != MemoryKind::pinned_host && a.device == device) n += a.bytes;
+  g_lock.unlock();
+  return n;
+}
+
+size_t allocation_count(int device) {
+  size_t n = 0;
+  g_lock.lock();
+  for (const auto& [begin, a] : *g_allocations) n += a.kind != MemoryKind::pinned_host && a.device == device;
+  g_lock.unlock();
+  return n;
+}
+
+void set_device_memory_accessible(bool accessible) {
+  g_lock.lock();
+  if (g_device_memory_accessible != accessible) {
+    g_device_memory_accessible = accessible;
+    for (const auto& [begin, a] : *g_allocations) set_accessible(begin, a, accessible);
+  }
+  g_lock.unlock();
+}
+
 bool freed_block_owner(const void* addr, uintptr_t* begin, size_t* bytes) {
   if (!g_lock.try_lock()) return false;
   const auto x = reinterpret_cast<uintptr_t>(addr);
@@ -283,7 +355,10 @@ AddressLookup look_up_address(uintptr_t address) {
   if (f != g_freed->begin()) {
     --f;
     const Allocation& a = f->second.allocation;
-    if (address < f->first + std::max<size_t>(a.rounded, 1)) {
+    // Only a block whose address range stays reserved (a.map) is still "freed memory": one from the
+    // C allocator (pinned host memory, every block under ASan) went back to the heap, and host code
+    // may own those bytes now (a std::vector allocated after cudaFreeHost).
+    if (a.map && address < f->first + std::max<size_t>(a.rounded, 1)) {
       r.freed = true;
       r.freed_allocation = record_of(f->first, a);
       r.freed_allocation.freed_by = f->second.freed_by;
@@ -300,6 +375,7 @@ bool live_allocation_containing(uintptr_t address, AllocationRecord* record) {
   record->bytes = it->second.bytes;
   record->kind = it->second.kind;
   record->device = it->second.device;
+  record->allocated_by = it->second.allocated_by;  // for fault reports (peer access, overruns)
   return true;
 }
 

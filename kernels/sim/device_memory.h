@@ -4,16 +4,22 @@
 // kernel code (access_check.h) say what an address is.
 //
 // Allocations are 256-byte aligned like cudaMalloc's and filled with 0xFF bytes (reads of memory
-// never written give NaN or -1). Each records the device it belongs to (0 until several devices are
-// simulated) and the call stack that made it. Outside ASan builds a device allocation ends 0-255
-// bytes before a PROT_NONE guard page, so uninstrumented code reading or writing past the end
-// faults (signals.cpp explains which allocation), and writes into the rounding slack are found
-// after the launch; instrumented kernel code is stopped at the access itself (access_check.cpp).
-// A freed device allocation keeps its address range reserved (PROT_NONE) in a quarantine of the
-// most recent frees, so a later access through a stale pointer is recognised as a use after free,
-// with the call stack of the free, instead of landing in a new allocation. Under ASan the memory
-// comes from the ASan allocator instead (exact redzones, ASan's own quarantine); the registry and
-// quarantine are kept all the same.
+// never written give NaN or -1). Each records the device it belongs to (pinned host memory: the
+// device that was current when it was allocated, as cudaPointerGetAttributes reports it), the code
+// address that called the runtime and the call stack that made it. Outside ASan builds a device
+// allocation ends 0-255 bytes before a PROT_NONE guard page, so uninstrumented code reading or
+// writing past the end faults (signals.cpp explains which allocation), and writes into the rounding
+// slack are found after the launch; instrumented kernel code is stopped at the access itself
+// (access_check.cpp). A freed device allocation keeps its address range reserved (PROT_NONE) in a
+// quarantine of the most recent frees, so a later access through a stale pointer is recognised as a
+// use after free, with the call stack of the free, instead of landing in a new allocation. Under
+// ASan the memory comes from the ASan allocator instead (exact redzones, ASan's own quarantine); the
+// registry and quarantine are kept all the same.
+//
+// While host code runs, device allocations (not managed, not pinned) are inaccessible: their pages
+// are PROT_NONE (under ASan: poisoned), and the stream executor opens them only while it runs
+// queued work (set_device_memory_accessible), so host code that dereferences a device pointer
+// faults and signals.cpp explains it.
 #pragma once
 
 #include <cstddef>
@@ -26,8 +32,8 @@ enum class MemoryKind { device, managed, pinned_host };
 const char* memory_kind_name(MemoryKind kind);  // "device", "managed", "pinned host"
 
 // `device`: the simulated device the memory belongs to (pinned host memory: the device that was
-// current when it was allocated).
-void* allocate_memory(size_t bytes, MemoryKind kind, int device = 0);
+// current when it was allocated). `caller`: the code address that called the runtime, for reports.
+void* allocate_memory(size_t bytes, MemoryKind kind, int device = 0, const void* caller = nullptr);
 // False when `p` is not the start of a live allocation of that kind.
 bool free_memory(void* p, MemoryKind kind);
 // Whether [p, p + bytes) lies inside one live allocation of any kind.
@@ -65,12 +71,30 @@ struct AddressLookup {
   AllocationRecord allocation;
   bool has_before = false, has_after = false;  // nearest live allocations around the address
   AllocationRecord before, after;
-  bool freed = false;  // `freed_allocation` is a freed block whose range contains the address
+  bool freed = false;  // `freed_allocation` is a freed block whose range (still reserved) contains the address
   AllocationRecord freed_allocation;
 };
 AddressLookup look_up_address(uintptr_t address);
 
 // The live allocation containing `address` (fast path of the pointer checks); false if none.
 bool live_allocation_containing(uintptr_t address, AllocationRecord* record);
+
+struct AllocationInfo {
+  uintptr_t begin = 0;
+  size_t bytes = 0;
+  MemoryKind kind = MemoryKind::device;
+  int device = 0;                // pinned host memory: the device current at allocation
+  const void* caller = nullptr;  // code address that called the allocating runtime function
+};
+// The live allocation that contains p (any kind).
+bool find_allocation(const void* p, AllocationInfo* info);
+// The same for the SIGSEGV handler: fails when the registry is busy.
+bool try_find_allocation(const void* p, AllocationInfo* info);
+// Bytes of device and managed memory allocated on `device`, and the number of those allocations.
+size_t allocated_device_bytes(int device);
+size_t allocation_count(int device);
+// Opens (true) or closes (false) every device allocation to host code; new allocations start in
+// the current state. Closing is PROT_NONE on the pages of guarded allocations, ASan poison under ASan.
+void set_device_memory_accessible(bool accessible);
 
 }  // namespace seg::sim::detail

@@ -70,6 +70,12 @@ void inactive_lane_read(const WarpOpView& view, unsigned reader, unsigned src);
 unsigned lane_id();
 uint32_t live_lanes_mask();  // lanes of the caller's warp that exist and have not exited
 
+// The device the running kernel was launched on, and whether it may touch memory that belongs to
+// `device`: its own, or a peer's whose access was enabled (cudaDeviceEnablePeerAccess) when the
+// launch started. For per-access checks; the registry gives each allocation's device.
+int launch_device();
+bool launch_may_access_device(int device);
+
 // Reports a fault in the calling simulated thread and abandons the launch (SEG_LAUNCH throws).
 [[noreturn]] void fault(FaultKind kind, const std::string& what, const Where& where);
 

@@ -1,5 +1,6 @@
-// run_launch: validates a launch, runs its blocks on one or more workers, and turns a fault into a
-// KernelFault exception on the launching thread.
+// run_launch: runs the blocks of a queued launch on one or more workers (when the stream executor
+// gets to it), and turns a fault into a KernelFault exception on the executing thread.
+// validate_launch: the checks SEG_LAUNCH makes at the call.
 #include <algorithm>
 #include <condition_variable>
 #include <cstdio>
@@ -22,8 +23,6 @@ namespace {
 constexpr size_t kDefaultDynamicSmem = 48 * 1024;
 constexpr size_t kMaxDynamicSmem = 232448;
 
-thread_local LaunchStats tls_last_stats;
-
 size_t default_stack_bytes() { return (san::asan || san::tsan) ? 1024 * 1024 : 256 * 1024; }
 
 [[noreturn]] void config_error(const LaunchRequest& r, const char* cuda_error, const std::string& what) {
@@ -32,7 +31,9 @@ size_t default_stack_bytes() { return (san::asan || san::tsan) ? 1024 * 1024 : 2
                                                   std::to_string(r.line) + ": " + what);
 }
 
-void validate(const LaunchRequest& r) {
+}  // namespace
+
+void validate_launch(const LaunchRequest& r) {
   const dim3 b = r.block, g = r.grid;
   if (b.x == 0 || b.y == 0 || b.z == 0 || g.x == 0 || g.y == 0 || g.z == 0)
     config_error(r, "cudaErrorInvalidConfiguration",
@@ -59,6 +60,8 @@ void validate(const LaunchRequest& r) {
                      "cudaFuncAttributeMaxDynamicSharedMemorySize, bytes) first");
   }
 }
+
+namespace {
 
 // Runs blocks first, first + stride, ... of the launch on worker w. Static assignment keeps each
 // block's schedule reproducible and, under TSan, leaves consecutive blocks on different workers
@@ -164,14 +167,10 @@ class WorkerPool {
 
 }  // namespace
 
-void run_launch(const LaunchRequest& request) {
-  if (Worker* w = current_worker(); w && w->current)
-    throw KernelFault(FaultKind::launch_config,
-                      std::string("seg::sim: kernel ") + request.kernel_name +
-                          " launched from inside a kernel: dynamic parallelism is not simulated");
-  validate(request);
+LaunchResult run_launch(const LaunchRequest& request, const LaunchContext& context) {
   LaunchState launch;
   launch.request = &request;
+  launch.context = context;
   launch.options = options();
   launch.block_threads = request.block.x * request.block.y * request.block.z;
   launch.total_blocks = static_cast<uint64_t>(request.grid.x) * request.grid.y * request.grid.z;
@@ -187,7 +186,6 @@ void run_launch(const LaunchRequest& request) {
   } else {
     WorkerPool::instance().run(launch, static_cast<unsigned>(workers));
   }
-  tls_last_stats = launch.stats;
   if (launch.options.verbose) {
     const LaunchStats& s = launch.stats;
     std::fprintf(stderr,
@@ -199,17 +197,23 @@ void run_launch(const LaunchRequest& request) {
                  static_cast<unsigned long long>(s.inactive_lane_reads));
   }
   const std::string slack = launch.fault ? std::string() : check_allocation_slack();
-  counters_end_launch(launch, launch.fault.has_value() || !slack.empty());
+  LaunchResult result;
+  result.counters = counters_end_launch(launch, launch.fault.has_value() || !slack.empty());
   if (launch.fault) throw *launch.fault;
   if (!slack.empty())
     throw KernelFault(FaultKind::out_of_bounds, std::string("seg::sim: out-of-bounds write: kernel ") +
                                                     request.kernel_name + " launched at " +
                                                     relative_path(request.file) + ":" + std::to_string(request.line) +
                                                     " wrote past the end of device allocations:\n" + slack);
+  result.stats = launch.stats;
+  if (context.record_accesses) result.touched = merge_accesses(std::move(launch.touched));
+  return result;
+}
+
+int launch_device() { return running_worker("launch_device").launch->context.device; }
+bool launch_may_access_device(int device) {
+  const LaunchContext& c = running_worker("launch_may_access_device").launch->context;
+  return device >= 0 && device < 64 && (c.accessible_devices >> device & 1u);
 }
 
 }  // namespace seg::sim::detail
-
-namespace seg::sim {
-LaunchStats last_launch_stats() { return detail::tls_last_stats; }
-}  // namespace seg::sim

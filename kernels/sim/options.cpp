@@ -9,6 +9,12 @@
 
 namespace seg::sim {
 
+namespace detail {
+// The stream executor restarts its random stream order from the seed and applies the host-access
+// policy (stream_executor.cpp).
+void options_changed(const Options& options);
+}  // namespace detail
+
 namespace {
 
 std::string env(const char* name) {
@@ -56,6 +62,17 @@ Options from_environment() {
     bad_env("SEG_SIM_SWITCH", sw, "asm or ucontext");
   }
   o.verbose = env_integer("SEG_SIM_VERBOSE", 0, 0, 1) != 0;
+  const std::string order = env("SEG_SIM_STREAM_ORDER");
+  if (order.empty() || order == "fifo") {
+    o.stream_order = StreamOrder::fifo;
+  } else if (order == "random") {
+    o.stream_order = StreamOrder::random;
+  } else {
+    bad_env("SEG_SIM_STREAM_ORDER", order, "fifo or random");
+  }
+  o.sync_launch = env_integer("SEG_SIM_SYNC_LAUNCH", 0, 0, 1) != 0;
+  o.race_check = env_integer("SEG_SIM_RACE_CHECK", 1, 0, 1) != 0;
+  o.host_access_faults = env_integer("SEG_SIM_HOST_FAULTS", 1, 0, 1) != 0;
   o.check_pointers = env_integer("SEG_SIM_CHECK_POINTERS", 1, 0, 1) != 0;
   const std::string profile = env("SEG_SIM_PROFILE");
   if (profile.empty() || profile == "0") {
@@ -88,9 +105,12 @@ Options options() {
 
 void set_options(const Options& o) {
   if (o.workers < 1) throw std::invalid_argument("seg::sim: Options::workers must be at least 1");
-  std::lock_guard<std::mutex> lock(g_mutex);
-  g_options = o;
-  g_loaded = true;
+  {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    g_options = o;
+    g_loaded = true;
+  }
+  detail::options_changed(o);
 }
 
 const char* schedule_name(Schedule s) {
@@ -100,6 +120,16 @@ const char* schedule_name(Schedule s) {
     case Schedule::reverse:
       return "reverse";
     case Schedule::random:
+      return "random";
+  }
+  return "?";
+}
+
+const char* stream_order_name(StreamOrder s) {
+  switch (s) {
+    case StreamOrder::fifo:
+      return "fifo";
+    case StreamOrder::random:
       return "random";
   }
   return "?";
@@ -131,12 +161,18 @@ const char* fault_kind_name(FaultKind k) {
       return "address in the wrong memory space";
     case FaultKind::use_after_free:
       return "use after free";
-    case FaultKind::peer_access:
-      return "peer access without cudaDeviceEnablePeerAccess";
     case FaultKind::stack_overflow:
       return "stack overflow";
     case FaultKind::trap:
       return "trap";
+    case FaultKind::stream_race:
+      return "stream race";
+    case FaultKind::peer_access:
+      return "peer access not enabled";
+    case FaultKind::stream_capture:
+      return "not permitted during stream capture";
+    case FaultKind::invalid_stream:
+      return "invalid stream";
   }
   return "?";
 }

@@ -49,14 +49,20 @@ RooflineEstimate estimate_h200(const RooflineInput& in) {
   e.tensor_us = 1e6 * (static_cast<double>(in.tensor_f16_flops) / H200::tensor_f16_flops +
                        static_cast<double>(in.tensor_tf32_flops) / H200::tensor_tf32_flops);
   e.fp32_us = 1e6 * 2.0 * static_cast<double>(in.fp32_fma) / H200::fp32_flops;
+  e.shared_us = 1e6 * static_cast<double>(in.shared_wavefronts) / (H200::sms * H200::clock_hz);
   const double compute = e.tensor_us + e.fp32_us;
-  const double roof = std::max(e.memory_us, compute) * e.grid_factor;
+  const double roof = std::max({e.memory_us, e.shared_us, compute}) * e.grid_factor;
   if (roof < H200::launch_floor_us) {
     e.estimate_us = H200::launch_floor_us;
     e.bound = "launch latency";
   } else {
     e.estimate_us = roof;
-    e.bound = e.memory_us >= compute ? "memory" : (e.tensor_us >= e.fp32_us ? "tensor cores" : "FP32");
+    if (e.memory_us >= e.shared_us && e.memory_us >= compute)
+      e.bound = "memory";
+    else if (e.shared_us >= compute)
+      e.bound = "shared memory";
+    else
+      e.bound = e.tensor_us >= e.fp32_us ? "tensor cores" : "FP32";
   }
   return e;
 }

@@ -9,8 +9,9 @@
 //   work       DRAM bytes = the launch's distinct 32-byte sectors (each byte crosses HBM once: the
 //              50 MB L2 holds the rest) when they fit in L2, else every sector the requests moved;
 //              tensor FLOPs (2 per multiply-add) at 989 TFLOP/s dense f16/bf16, 494 TFLOP/s tf32;
-//              counted FP32 FMAs (2 FLOPs each) at 67 TFLOP/s.
-//   time       max(DRAM time at 4.8 TB/s, tensor + FP32 time), scaled by the share of the GPU the
+//              counted FP32 FMAs (2 FLOPs each) at 67 TFLOP/s; shared-memory wavefronts at one
+//              per SM and clock (132 SMs x 1.98 GHz boost), so bank conflicts cost time.
+//   time       max(DRAM time at 4.8 TB/s, shared-memory time, tensor + FP32 time), scaled by the share of the GPU the
 //              grid can use: 132 / blocks when fewer blocks than SMs, else the wave quantisation
 //              waves x slots / blocks (slots = 132 x blocks per SM); and at least the launch
 //              latency floor (2 us).
@@ -27,6 +28,7 @@ struct H200 {
   static constexpr double tensor_f16_flops = 989e12;   // dense f16/bf16 with f32 accumulation
   static constexpr double tensor_tf32_flops = 494e12;  // dense tf32
   static constexpr double fp32_flops = 67e12;          // FFMA, 2 FLOPs each
+  static constexpr double clock_hz = 1.98e9;           // boost clock: one shared wavefront per SM and clock
   static constexpr double l2_bytes = 50e6;
   static constexpr int max_blocks_per_sm = 32;
   static constexpr int max_warps_per_sm = 64;
@@ -47,6 +49,7 @@ struct RooflineInput {
   uint64_t tensor_f16_flops = 0;
   uint64_t tensor_tf32_flops = 0;
   uint64_t fp32_fma = 0;
+  uint64_t shared_wavefronts = 0;
 };
 
 struct RooflineEstimate {
@@ -57,9 +60,9 @@ struct RooflineEstimate {
   double grid_factor = 1;  // the share of the GPU the grid cannot use (>= 1)
   double dram_bytes = 0;
   bool dram_from_unique = true;  // false: the footprint exceeds L2, every requested sector counted
-  double memory_us = 0, tensor_us = 0, fp32_us = 0;
+  double memory_us = 0, shared_us = 0, tensor_us = 0, fp32_us = 0;
   double estimate_us = 0;
-  const char* bound = "";  // "memory", "tensor cores", "FP32", "launch latency"
+  const char* bound = "";  // "memory", "shared memory", "tensor cores", "FP32", "launch latency"
 };
 
 RooflineEstimate estimate_h200(const RooflineInput& in);

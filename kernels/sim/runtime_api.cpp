@@ -1,35 +1,36 @@
-// Synchronous shims of the CUDA runtime API calls the backend uses, for the simulator build.
+// The CUDA runtime API of the simulator build: errors, function attributes, occupancy, and
+// the launch entry point. The declarations are CUDA's own (cuda_runtime_api.h); the runtime_*.cpp
+// files define the functions, so code built against the simulator links without libcudart:
+//   runtime_devices.cpp  device count, current device, properties, peer access, memory info
+//   runtime_memory.cpp   allocation, copies and memsets (synchronous and asynchronous)
+//   runtime_streams.cpp  streams, events, host functions, synchronisation
+//   runtime_graphs.cpp   stream capture and graphs
+// Work is queued on streams and run by the stream executor (stream_executor.h) at synchronisation
+// points, as a GPU runs it asynchronously to the host.
 //
-// The declarations are CUDA's own (cuda_runtime_api.h); this file defines the functions, so code
-// built against the simulator links without libcudart. There is one simulated device, index 0, an
-// sm_90 GPU with H100-like properties. Everything is synchronous: a kernel launch returns when it
-// has run, copies happen at once, streams only exist to be passed around, and events record the
-// host time (so cudaEventElapsedTime measures the simulation, not a GPU).
-//
-// Checks the real runtime also makes: cudaFree of a pointer cudaMalloc did not return, copies and
-// memsets whose device range is not inside one allocation, unknown streams and events, device
-// indices other than 0. They return the runtime's error codes and set the sticky "last error" that
-// cudaGetLastError() returns and clears.
+// Checks the real runtime also makes return its error codes and set the "last error" that
+// cudaGetLastError() returns and clears. A fault found while running queued work is thrown as
+// seg::sim::KernelFault by the next synchronising call (sim.h); until then cudaGetLastError and
+// cudaPeekAtLastError return its error code, as a GPU's sticky error.
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <chrono>
-#include <cstdio>
 #include <cstring>
 #include <map>
 #include <mutex>
-#include <set>
 
-#include "kernels/sim/device_memory.h"
+#include "kernels/sim/counters.h"
+#include "kernels/sim/stream_executor.h"
+#include "kernels/sim/stream_ops.h"
+#include "kernels/sim/worker.h"
 
 namespace seg::sim::detail {
 
 namespace {
 
 thread_local cudaError_t tls_last_error = cudaSuccess;
-std::mutex g_mutex;                           // streams, events, function attributes (host-side calls only)
-constexpr size_t kTotalMemory = 80ull << 30;  // what the simulated device reports (80 GiB)
-constexpr int kMaxDynamicSmem = 232448;       // 227 KiB
+std::mutex g_attr_mutex;                 // function attributes
+constexpr int kMaxDynamicSmem = 232448;  // 227 KiB
 
 std::map<const void*, int>& function_smem_limits() {
   static std::map<const void*, int> m;
@@ -44,145 +45,103 @@ cudaError_t set_last_error(cudaError_t e) {
 }
 
 int max_dynamic_smem_attribute(const void* kernel) {
-  std::lock_guard<std::mutex> lock(g_mutex);
+  std::lock_guard<std::mutex> lock(g_attr_mutex);
   auto it = function_smem_limits().find(kernel);
   return it == function_smem_limits().end() ? 0 : it->second;
 }
 
-}  // namespace seg::sim::detail
-
-// The opaque handle types of the runtime API; complete only here.
-struct CUstream_st {
-  unsigned flags = 0;
-};
-struct CUevent_st {
-  unsigned flags = 0;
-  bool recorded = false;
-  std::chrono::steady_clock::time_point time;
-};
-
 namespace {
 
-using seg::sim::detail::g_mutex;
-using seg::sim::detail::MemoryKind;
-using seg::sim::detail::set_last_error;
-
-std::set<cudaStream_t>& streams() {
-  static std::set<cudaStream_t> s;
-  return s;
-}
-std::set<cudaEvent_t>& events() {
-  static std::set<cudaEvent_t> s;
-  return s;
-}
-
-bool valid_stream(cudaStream_t s) {
-  if (s == nullptr || s == cudaStreamLegacy || s == cudaStreamPerThread) return true;
-  std::lock_guard<std::mutex> lock(g_mutex);
-  return streams().count(s) != 0;
-}
-
-bool valid_event(cudaEvent_t e) {
-  std::lock_guard<std::mutex> lock(g_mutex);
-  return e && events().count(e) != 0;
-}
-
-bool is_device(const void* p, size_t n) {
-  MemoryKind kind;
-  return seg::sim::detail::inside_allocation(p, n, &kind) && kind != MemoryKind::pinned_host;
-}
-
-cudaError_t allocate(void** p, size_t bytes, MemoryKind kind) {
-  if (!p) return set_last_error(cudaErrorInvalidValue);
-  *p = nullptr;
-  if (kind != MemoryKind::pinned_host &&
-      seg::sim::detail::allocated_device_bytes() + bytes > seg::sim::detail::kTotalMemory)
-    return set_last_error(cudaErrorMemoryAllocation);
-  *p = seg::sim::detail::allocate_memory(bytes, kind);
-  return *p ? cudaSuccess : set_last_error(cudaErrorMemoryAllocation);
-}
-
-// Checks the device side(s) of a copy against the allocations. cudaMemcpyDefault infers the
-// direction from the pointers (unified addressing), as the runtime does.
-cudaError_t check_copy(void* dst, const void* src, size_t count, cudaMemcpyKind kind) {
-  if (count == 0) return cudaSuccess;
-  if (!dst || !src) return cudaErrorInvalidValue;
-  switch (kind) {
-    case cudaMemcpyHostToHost:
-      return cudaSuccess;
-    case cudaMemcpyHostToDevice:
-      return is_device(dst, count) ? cudaSuccess : cudaErrorInvalidValue;
-    case cudaMemcpyDeviceToHost:
-      return is_device(src, count) ? cudaSuccess : cudaErrorInvalidValue;
-    case cudaMemcpyDeviceToDevice:
-      return is_device(dst, count) && is_device(src, count) ? cudaSuccess : cudaErrorInvalidValue;
-    case cudaMemcpyDefault: {
-      // A pointer that starts inside an allocation must have the whole range inside it.
-      const bool dst_dev = seg::sim::detail::inside_allocation(dst, 1),
-                 src_dev = seg::sim::detail::inside_allocation(src, 1);
-      if (dst_dev && !seg::sim::detail::inside_allocation(dst, count)) return cudaErrorInvalidValue;
-      if (src_dev && !seg::sim::detail::inside_allocation(src, count)) return cudaErrorInvalidValue;
-      return cudaSuccess;
-    }
-  }
-  return cudaErrorInvalidMemcpyDirection;
-}
-
-void fill_properties(cudaDeviceProp& p) {
-  std::memset(&p, 0, sizeof p);
-  std::snprintf(p.name, sizeof p.name, "seg::sim simulated sm_90 GPU (H100-like)");
-  p.totalGlobalMem = seg::sim::detail::kTotalMemory;
-  p.sharedMemPerBlock = 48 * 1024;
-  p.sharedMemPerBlockOptin = seg::sim::detail::kMaxDynamicSmem;
-  p.sharedMemPerMultiprocessor = 233472;
-  p.reservedSharedMemPerBlock = 1024;
-  p.regsPerBlock = 65536;
-  p.regsPerMultiprocessor = 65536;
-  p.warpSize = 32;
-  p.memPitch = 2147483647;
-  p.maxThreadsPerBlock = 1024;
-  p.maxThreadsDim[0] = 1024;
-  p.maxThreadsDim[1] = 1024;
-  p.maxThreadsDim[2] = 64;
-  p.maxGridSize[0] = 2147483647;
-  p.maxGridSize[1] = 65535;
-  p.maxGridSize[2] = 65535;
-  p.totalConstMem = 65536;
-  p.major = 9;
-  p.minor = 0;
-  p.textureAlignment = 512;
-  p.texturePitchAlignment = 32;
-  p.multiProcessorCount = 132;
-  p.concurrentKernels = 1;
-  p.asyncEngineCount = 2;
-  p.unifiedAddressing = 1;
-  p.memoryBusWidth = 5120;
-  p.l2CacheSize = 50 * 1024 * 1024;
-  p.persistingL2CacheMaxSize = 30 * 1024 * 1024;
-  p.maxThreadsPerMultiProcessor = 2048;
-  p.maxBlocksPerMultiProcessor = 32;
-  p.streamPrioritiesSupported = 1;
-  p.globalL1CacheSupported = 1;
-  p.localL1CacheSupported = 1;
-  p.managedMemory = 1;
-  p.concurrentManagedAccess = 1;
-  p.computePreemptionSupported = 1;
-  p.cooperativeLaunch = 1;
-  p.memoryPoolsSupported = 1;
-  p.clusterLaunch = 1;
-  p.hostNumaId = -1;
+[[noreturn]] void launch_error(const LaunchRequest& r, FaultKind kind, cudaError_t e, const std::string& what) {
+  throw KernelFault(kind, std::string("seg::sim: ") + cudaGetErrorName(e) + ": kernel " + r.kernel_name +
+                              " launched at " + relative_path(r.file) + ":" + std::to_string(r.line) + ": " + what);
 }
 
 }  // namespace
+
+void enqueue_launch(std::shared_ptr<const LaunchRequest> request) {
+  const LaunchRequest& r = *request;
+  if (Worker* w = current_worker(); w && w->current)
+    throw KernelFault(FaultKind::launch_config, std::string("seg::sim: kernel ") + r.kernel_name +
+                                                    " launched from inside a kernel: dynamic parallelism is not "
+                                                    "simulated");
+  Lock lock = runtime_lock();
+  throw_pending_fault();  // a fault of earlier work comes out of the next launch
+  validate_launch(r);
+  HostThread& h = host_thread();
+  if (h.in_host_function)
+    launch_error(r, FaultKind::invalid_stream, cudaErrorNotPermitted,
+                 "launched from a host function (cudaLaunchHostFunc), which may not call the CUDA runtime");
+  CUstream_st* s = resolve_stream(r.stream);
+  if (!s) launch_error(r, FaultKind::invalid_stream, cudaErrorInvalidResourceHandle, "the stream is not a live stream");
+  if (s->device != h.device)
+    launch_error(r, FaultKind::invalid_stream, cudaErrorInvalidResourceHandle,
+                 "the stream belongs to device " + std::to_string(s->device) + " but device " +
+                     std::to_string(h.device) + " is current (cudaSetDevice)");
+  const bool capturing = s->capture != nullptr;  // then the op becomes a graph node, never run itself
+  if (!h.last_counted) h.last_counted = std::make_shared<LastCounted>();
+  OpPtr op = make_kernel_op(std::move(request), h.last_counted);
+  if (const cudaError_t e = submit(*s, op); e != cudaSuccess)
+    launch_error(r, FaultKind::stream_capture, e,
+                 std::string(cudaGetErrorString(e)) + " (a stream capture is in progress)");
+  if (capturing) return;
+  h.last_launch = op;
+  if (options().sync_launch) {
+    // Not a synchronisation of the program: the host's clock does not advance, so the race
+    // detector reports the same races as without it.
+    run_until(lock, {op});
+    throw_pending_fault();
+  }
+}
+
+}  // namespace seg::sim::detail
+
+namespace seg::sim {
+
+LaunchStats last_launch_stats() {
+  using namespace detail;
+  Lock lock = runtime_lock();
+  const OpPtr op = host_thread().last_launch;
+  if (!op) return {};
+  run_until(lock, {op});
+  host_acquire({op});
+  throw_pending_fault();
+  const LaunchStats* stats = kernel_op_stats(*op);
+  return stats ? *stats : LaunchStats{};
+}
+
+KernelCounters last_launch_counters() {
+  using namespace detail;
+  Lock lock = runtime_lock();
+  HostThread& h = host_thread();
+  const OpPtr op = h.last_launch;
+  if (!op) return {};
+  run_until(lock, {op});
+  host_acquire({op});
+  throw_pending_fault();
+  // The latest launch that ran without a fault: a launch that faulted records nothing.
+  std::lock_guard<std::mutex> counted_lock(h.last_counted->mutex);
+  return h.last_counted->counters ? *h.last_counted->counters : KernelCounters{};
+}
+
+}  // namespace seg::sim
+
+using seg::sim::detail::set_last_error;
 
 extern "C" {
 
 cudaError_t cudaGetLastError(void) {
   const cudaError_t e = seg::sim::detail::tls_last_error;
   seg::sim::detail::tls_last_error = cudaSuccess;
-  return e;
+  if (e != cudaSuccess) return e;
+  auto lock = seg::sim::detail::runtime_lock();
+  return seg::sim::detail::pending_fault_error();
 }
-cudaError_t cudaPeekAtLastError(void) { return seg::sim::detail::tls_last_error; }
+cudaError_t cudaPeekAtLastError(void) {
+  if (seg::sim::detail::tls_last_error != cudaSuccess) return seg::sim::detail::tls_last_error;
+  auto lock = seg::sim::detail::runtime_lock();
+  return seg::sim::detail::pending_fault_error();
+}
 
 const char* cudaGetErrorName(cudaError_t e) {
   switch (e) {
@@ -212,6 +171,34 @@ const char* cudaGetErrorName(cudaError_t e) {
       return "cudaErrorNoDevice";
     case cudaErrorNotSupported:
       return "cudaErrorNotSupported";
+    case cudaErrorIllegalState:
+      return "cudaErrorIllegalState";
+    case cudaErrorMisalignedAddress:
+      return "cudaErrorMisalignedAddress";
+    case cudaErrorLaunchTimeout:
+      return "cudaErrorLaunchTimeout";
+    case cudaErrorPeerAccessAlreadyEnabled:
+      return "cudaErrorPeerAccessAlreadyEnabled";
+    case cudaErrorPeerAccessNotEnabled:
+      return "cudaErrorPeerAccessNotEnabled";
+    case cudaErrorNotPermitted:
+      return "cudaErrorNotPermitted";
+    case cudaErrorStreamCaptureUnsupported:
+      return "cudaErrorStreamCaptureUnsupported";
+    case cudaErrorStreamCaptureInvalidated:
+      return "cudaErrorStreamCaptureInvalidated";
+    case cudaErrorStreamCaptureUnmatched:
+      return "cudaErrorStreamCaptureUnmatched";
+    case cudaErrorStreamCaptureUnjoined:
+      return "cudaErrorStreamCaptureUnjoined";
+    case cudaErrorStreamCaptureIsolation:
+      return "cudaErrorStreamCaptureIsolation";
+    case cudaErrorStreamCaptureImplicit:
+      return "cudaErrorStreamCaptureImplicit";
+    case cudaErrorCapturedEvent:
+      return "cudaErrorCapturedEvent";
+    case cudaErrorStreamCaptureWrongThread:
+      return "cudaErrorStreamCaptureWrongThread";
     default:
       return "cudaErrorUnknown";
   }
@@ -245,243 +232,37 @@ const char* cudaGetErrorString(cudaError_t e) {
       return "no CUDA-capable device is detected";
     case cudaErrorNotSupported:
       return "operation not supported";
+    case cudaErrorIllegalState:
+      return "the operation cannot be performed in the present state";
+    case cudaErrorMisalignedAddress:
+      return "misaligned address";
+    case cudaErrorLaunchTimeout:
+      return "the launch timed out and was terminated";
+    case cudaErrorPeerAccessAlreadyEnabled:
+      return "peer access is already enabled";
+    case cudaErrorPeerAccessNotEnabled:
+      return "peer access has not been enabled";
+    case cudaErrorNotPermitted:
+      return "operation not permitted";
+    case cudaErrorStreamCaptureUnsupported:
+      return "operation not permitted when stream is capturing";
+    case cudaErrorStreamCaptureInvalidated:
+      return "operation failed due to a previous error during capture";
+    case cudaErrorStreamCaptureUnmatched:
+      return "the capture was not initiated in this stream";
+    case cudaErrorStreamCaptureUnjoined:
+      return "capture sequence contains a fork that was not joined to the primary stream";
+    case cudaErrorStreamCaptureIsolation:
+      return "dependency created on uncaptured work in another stream";
+    case cudaErrorStreamCaptureImplicit:
+      return "operation would make the legacy stream depend on a capturing blocking stream";
+    case cudaErrorCapturedEvent:
+      return "operation not permitted on an event last recorded in a capturing stream";
+    case cudaErrorStreamCaptureWrongThread:
+      return "attempt to terminate a thread-local capture sequence from another thread";
     default:
       return "unknown error";
   }
-}
-
-// ---- devices ------------------------------------------------------------------------------------
-cudaError_t cudaGetDeviceCount(int* count) {
-  if (!count) return set_last_error(cudaErrorInvalidValue);
-  *count = 1;
-  return cudaSuccess;
-}
-cudaError_t cudaGetDevice(int* device) {
-  if (!device) return set_last_error(cudaErrorInvalidValue);
-  *device = 0;
-  return cudaSuccess;
-}
-cudaError_t cudaSetDevice(int device) { return device == 0 ? cudaSuccess : set_last_error(cudaErrorInvalidDevice); }
-cudaError_t cudaDeviceSynchronize(void) { return cudaSuccess; }
-cudaError_t cudaDeviceReset(void) { return cudaSuccess; }
-cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int device) {
-  if (!prop) return set_last_error(cudaErrorInvalidValue);
-  if (device != 0) return set_last_error(cudaErrorInvalidDevice);
-  fill_properties(*prop);
-  return cudaSuccess;
-}
-cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attr, int device) {
-  if (!value) return set_last_error(cudaErrorInvalidValue);
-  if (device != 0) return set_last_error(cudaErrorInvalidDevice);
-  cudaDeviceProp p;
-  fill_properties(p);
-  switch (attr) {
-    case cudaDevAttrMaxThreadsPerBlock:
-      *value = p.maxThreadsPerBlock;
-      break;
-    case cudaDevAttrMaxBlockDimX:
-      *value = p.maxThreadsDim[0];
-      break;
-    case cudaDevAttrMaxBlockDimY:
-      *value = p.maxThreadsDim[1];
-      break;
-    case cudaDevAttrMaxBlockDimZ:
-      *value = p.maxThreadsDim[2];
-      break;
-    case cudaDevAttrMaxGridDimX:
-      *value = p.maxGridSize[0];
-      break;
-    case cudaDevAttrMaxGridDimY:
-      *value = p.maxGridSize[1];
-      break;
-    case cudaDevAttrMaxGridDimZ:
-      *value = p.maxGridSize[2];
-      break;
-    case cudaDevAttrMaxSharedMemoryPerBlock:
-      *value = static_cast<int>(p.sharedMemPerBlock);
-      break;
-    case cudaDevAttrMaxSharedMemoryPerBlockOptin:
-      *value = static_cast<int>(p.sharedMemPerBlockOptin);
-      break;
-    case cudaDevAttrMaxSharedMemoryPerMultiprocessor:
-      *value = static_cast<int>(p.sharedMemPerMultiprocessor);
-      break;
-    case cudaDevAttrWarpSize:
-      *value = p.warpSize;
-      break;
-    case cudaDevAttrMultiProcessorCount:
-      *value = p.multiProcessorCount;
-      break;
-    case cudaDevAttrComputeCapabilityMajor:
-      *value = p.major;
-      break;
-    case cudaDevAttrComputeCapabilityMinor:
-      *value = p.minor;
-      break;
-    case cudaDevAttrL2CacheSize:
-      *value = p.l2CacheSize;
-      break;
-    case cudaDevAttrMaxThreadsPerMultiProcessor:
-      *value = p.maxThreadsPerMultiProcessor;
-      break;
-    case cudaDevAttrMaxRegistersPerBlock:
-      *value = p.regsPerBlock;
-      break;
-    case cudaDevAttrUnifiedAddressing:
-      *value = 1;
-      break;
-    default:
-      return set_last_error(cudaErrorNotSupported);
-  }
-  return cudaSuccess;
-}
-cudaError_t cudaMemGetInfo(size_t* free_bytes, size_t* total_bytes) {
-  if (!free_bytes || !total_bytes) return set_last_error(cudaErrorInvalidValue);
-  *total_bytes = seg::sim::detail::kTotalMemory;
-  *free_bytes = *total_bytes - std::min(*total_bytes, seg::sim::detail::allocated_device_bytes());
-  return cudaSuccess;
-}
-
-// ---- memory -------------------------------------------------------------------------------------
-cudaError_t cudaMalloc(void** p, size_t bytes) { return allocate(p, bytes, MemoryKind::device); }
-cudaError_t cudaMallocAsync(void** p, size_t bytes, cudaStream_t) { return allocate(p, bytes, MemoryKind::device); }
-cudaError_t cudaMallocManaged(void** p, size_t bytes, unsigned int) { return allocate(p, bytes, MemoryKind::managed); }
-cudaError_t cudaMallocHost(void** p, size_t bytes) { return allocate(p, bytes, MemoryKind::pinned_host); }
-cudaError_t cudaHostAlloc(void** p, size_t bytes, unsigned int) { return allocate(p, bytes, MemoryKind::pinned_host); }
-cudaError_t cudaFree(void* p) {
-  if (!p) return cudaSuccess;
-  return seg::sim::detail::free_memory(p, MemoryKind::device) ? cudaSuccess : set_last_error(cudaErrorInvalidValue);
-}
-cudaError_t cudaFreeAsync(void* p, cudaStream_t) { return cudaFree(p); }
-cudaError_t cudaFreeHost(void* p) {
-  if (!p) return cudaSuccess;
-  return seg::sim::detail::free_memory(p, MemoryKind::pinned_host) ? cudaSuccess
-                                                                   : set_last_error(cudaErrorInvalidValue);
-}
-cudaError_t cudaHostRegister(void*, size_t, unsigned int) { return cudaSuccess; }
-cudaError_t cudaHostUnregister(void*) { return cudaSuccess; }
-
-cudaError_t cudaMemcpy(void* dst, const void* src, size_t count, cudaMemcpyKind kind) {
-  if (const cudaError_t e = check_copy(dst, src, count, kind); e != cudaSuccess) return set_last_error(e);
-  if (count) std::memmove(dst, src, count);
-  return cudaSuccess;
-}
-cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t count, cudaMemcpyKind kind, cudaStream_t stream) {
-  if (!valid_stream(stream)) return set_last_error(cudaErrorInvalidResourceHandle);
-  return cudaMemcpy(dst, src, count, kind);
-}
-cudaError_t cudaMemcpy2D(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width, size_t height,
-                         cudaMemcpyKind kind) {
-  if (width > dpitch || width > spitch) return set_last_error(cudaErrorInvalidValue);
-  if (height == 0 || width == 0) return cudaSuccess;
-  const size_t dspan = dpitch * (height - 1) + width, sspan = spitch * (height - 1) + width;
-  if (check_copy(dst, src, 1, kind) != cudaSuccess) return set_last_error(cudaErrorInvalidValue);
-  if (kind == cudaMemcpyHostToDevice || kind == cudaMemcpyDeviceToDevice)
-    if (!is_device(dst, dspan)) return set_last_error(cudaErrorInvalidValue);
-  if (kind == cudaMemcpyDeviceToHost || kind == cudaMemcpyDeviceToDevice)
-    if (!is_device(src, sspan)) return set_last_error(cudaErrorInvalidValue);
-  for (size_t r = 0; r < height; ++r)
-    std::memmove(static_cast<char*>(dst) + r * dpitch, static_cast<const char*>(src) + r * spitch, width);
-  return cudaSuccess;
-}
-cudaError_t cudaMemcpyToSymbol(const void* symbol, const void* src, size_t count, size_t offset, cudaMemcpyKind) {
-  if (!symbol || (!src && count)) return set_last_error(cudaErrorInvalidValue);
-  std::memcpy(static_cast<char*>(const_cast<void*>(symbol)) + offset, src, count);
-  return cudaSuccess;
-}
-cudaError_t cudaMemcpyFromSymbol(void* dst, const void* symbol, size_t count, size_t offset, cudaMemcpyKind) {
-  if (!symbol || (!dst && count)) return set_last_error(cudaErrorInvalidValue);
-  std::memcpy(dst, static_cast<const char*>(symbol) + offset, count);
-  return cudaSuccess;
-}
-cudaError_t cudaMemcpyToSymbolAsync(const void* symbol, const void* src, size_t count, size_t offset,
-                                    cudaMemcpyKind kind, cudaStream_t stream) {
-  if (!valid_stream(stream)) return set_last_error(cudaErrorInvalidResourceHandle);
-  return cudaMemcpyToSymbol(symbol, src, count, offset, kind);
-}
-cudaError_t cudaMemcpyFromSymbolAsync(void* dst, const void* symbol, size_t count, size_t offset, cudaMemcpyKind kind,
-                                      cudaStream_t stream) {
-  if (!valid_stream(stream)) return set_last_error(cudaErrorInvalidResourceHandle);
-  return cudaMemcpyFromSymbol(dst, symbol, count, offset, kind);
-}
-// A __device__ variable is an ordinary global in the simulator: its address is the device address.
-cudaError_t cudaGetSymbolAddress(void** dev_ptr, const void* symbol) {
-  if (!dev_ptr || !symbol) return set_last_error(cudaErrorInvalidValue);
-  *dev_ptr = const_cast<void*>(symbol);
-  return cudaSuccess;
-}
-cudaError_t cudaMemset(void* p, int value, size_t count) {
-  if (count == 0) return cudaSuccess;
-  if (!is_device(p, count)) return set_last_error(cudaErrorInvalidValue);
-  std::memset(p, value, count);
-  return cudaSuccess;
-}
-cudaError_t cudaMemsetAsync(void* p, int value, size_t count, cudaStream_t stream) {
-  if (!valid_stream(stream)) return set_last_error(cudaErrorInvalidResourceHandle);
-  return cudaMemset(p, value, count);
-}
-
-// ---- streams and events -------------------------------------------------------------------------
-cudaError_t cudaStreamCreateWithFlags(cudaStream_t* s, unsigned int flags) {
-  if (!s) return set_last_error(cudaErrorInvalidValue);
-  *s = new CUstream_st{flags};
-  std::lock_guard<std::mutex> lock(g_mutex);
-  streams().insert(*s);
-  return cudaSuccess;
-}
-cudaError_t cudaStreamCreate(cudaStream_t* s) { return cudaStreamCreateWithFlags(s, cudaStreamDefault); }
-cudaError_t cudaStreamCreateWithPriority(cudaStream_t* s, unsigned int flags, int) {
-  return cudaStreamCreateWithFlags(s, flags);
-}
-cudaError_t cudaStreamDestroy(cudaStream_t s) {
-  std::lock_guard<std::mutex> lock(g_mutex);
-  if (!streams().erase(s)) return set_last_error(cudaErrorInvalidResourceHandle);
-  delete s;
-  return cudaSuccess;
-}
-cudaError_t cudaStreamSynchronize(cudaStream_t s) {
-  return valid_stream(s) ? cudaSuccess : set_last_error(cudaErrorInvalidResourceHandle);
-}
-cudaError_t cudaStreamQuery(cudaStream_t s) {
-  return valid_stream(s) ? cudaSuccess : set_last_error(cudaErrorInvalidResourceHandle);
-}
-cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned int) {
-  return valid_stream(s) && valid_event(e) ? cudaSuccess : set_last_error(cudaErrorInvalidResourceHandle);
-}
-
-cudaError_t cudaEventCreateWithFlags(cudaEvent_t* e, unsigned int flags) {
-  if (!e) return set_last_error(cudaErrorInvalidValue);
-  *e = new CUevent_st{flags, false, {}};
-  std::lock_guard<std::mutex> lock(g_mutex);
-  events().insert(*e);
-  return cudaSuccess;
-}
-cudaError_t cudaEventCreate(cudaEvent_t* e) { return cudaEventCreateWithFlags(e, cudaEventDefault); }
-cudaError_t cudaEventDestroy(cudaEvent_t e) {
-  std::lock_guard<std::mutex> lock(g_mutex);
-  if (!events().erase(e)) return set_last_error(cudaErrorInvalidResourceHandle);
-  delete e;
-  return cudaSuccess;
-}
-cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s) {
-  if (!valid_event(e) || !valid_stream(s)) return set_last_error(cudaErrorInvalidResourceHandle);
-  e->recorded = true;
-  e->time = std::chrono::steady_clock::now();
-  return cudaSuccess;
-}
-cudaError_t cudaEventQuery(cudaEvent_t e) {
-  return valid_event(e) ? cudaSuccess : set_last_error(cudaErrorInvalidResourceHandle);
-}
-cudaError_t cudaEventSynchronize(cudaEvent_t e) {
-  return valid_event(e) ? cudaSuccess : set_last_error(cudaErrorInvalidResourceHandle);
-}
-cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end) {
-  if (!ms) return set_last_error(cudaErrorInvalidValue);
-  if (!valid_event(start) || !valid_event(end)) return set_last_error(cudaErrorInvalidResourceHandle);
-  if ((start->flags | end->flags) & cudaEventDisableTiming) return set_last_error(cudaErrorInvalidResourceHandle);
-  if (!start->recorded || !end->recorded) return set_last_error(cudaErrorInvalidResourceHandle);
-  *ms = std::chrono::duration<float, std::milli>(end->time - start->time).count();
-  return cudaSuccess;
 }
 
 // ---- kernels --------------------------------------------------------------------------------------
@@ -489,7 +270,7 @@ cudaError_t cudaFuncSetAttribute(const void* func, cudaFuncAttribute attr, int v
   if (!func) return set_last_error(cudaErrorInvalidDeviceFunction);
   if (attr == cudaFuncAttributeMaxDynamicSharedMemorySize) {
     if (value < 0 || value > seg::sim::detail::kMaxDynamicSmem) return set_last_error(cudaErrorInvalidValue);
-    std::lock_guard<std::mutex> lock(g_mutex);
+    std::lock_guard<std::mutex> lock(seg::sim::detail::g_attr_mutex);
     seg::sim::detail::function_smem_limits()[func] = value;
   }
   return cudaSuccess;

@@ -4,8 +4,12 @@
 //   * dynamic shared memory: an access past the launched size (dynamic_smem.cpp);
 //   * device allocations: an access past the end of a cudaMalloc'd buffer (device_memory.cpp);
 //   * fiber stacks: a simulated thread overflowed its stack (fiber.h).
+// Outside a kernel, a fault inside a device allocation is host code dereferencing device memory
+// (closed to host code by host_access.cpp): the report names the allocation, the cudaMalloc call
+// site and the faulting instruction (as an offset for addr2line).
 // Not installed under ASan, whose own report is better. Everything here is async-signal-safe: the
 // message is assembled in a fixed buffer and written with write(2).
+#include <dlfcn.h>
 #include <signal.h>
 #include <ucontext.h>
 #include <unistd.h>
@@ -24,6 +28,9 @@ namespace {
 
 struct sigaction g_previous;
 size_t g_page = 4096;
+// The object the runtime is linked into (the test or program executable), for code offsets.
+const char* g_object_path = "";
+uintptr_t g_object_base = 0;
 
 class Message {
  public:
@@ -41,6 +48,27 @@ class Message {
     while (k && n_ < sizeof buf_ - 1) buf_[n_++] = digits[--k];
     return *this;
   }
+  Message& hex(uint64_t v) {
+    char digits[20];
+    int k = 0;
+    do {
+      digits[k++] = "0123456789abcdef"[v % 16];
+      v /= 16;
+    } while (v);
+    text("0x");
+    while (k && n_ < sizeof buf_ - 1) buf_[n_++] = digits[--k];
+    return *this;
+  }
+  // A code address as "exe+0x1234 (addr2line -f -C -e exe 0x1234)".
+  Message& code(uintptr_t address) {
+    if (!g_object_base || address < g_object_base) return hex(address);
+    const uint64_t offset = address - g_object_base;
+    const char* name = g_object_path;
+    for (const char* c = g_object_path; *c; ++c)
+      if (*c == '/') name = c + 1;
+    text(name).text("+").hex(offset);
+    return text(" (addr2line -f -C -e ").text(g_object_path).text(" ").hex(offset).text(")");
+  }
   Message& dims(unsigned x, unsigned y, unsigned z) {
     return text("(").number(x).text(",").number(y).text(",").number(z).text(")");
   }
@@ -53,6 +81,50 @@ class Message {
   char buf_[1024];
   size_t n_ = 0;
 };
+
+// Host code touched a device allocation: explain it. False when the address is not device memory.
+bool explain_host_access(const char* addr, void* context) {
+  AllocationInfo a;
+  uintptr_t begin = 0;
+  size_t bytes = 0;
+  Message m;
+  m.text("seg::sim: invalid memory access (SIGSEGV) in host code\n");
+  if (try_find_allocation(addr, &a) && a.kind == MemoryKind::device) {
+    m.text("  host code dereferenced device memory: the address ")
+        .hex(reinterpret_cast<uintptr_t>(addr))
+        .text(" is ")
+        .number(reinterpret_cast<uintptr_t>(addr) - a.begin)
+        .text(" bytes into a ")
+        .number(a.bytes)
+        .text("-byte device allocation (device ")
+        .number(static_cast<uint64_t>(a.device))
+        .text(")\n  host code cannot read or write device memory: copy it with cudaMemcpy\n");
+    if (a.caller)
+      m.text("  the allocation was made by code at ").code(reinterpret_cast<uintptr_t>(a.caller)).text("\n");
+  } else if (guard_page_owner(addr, &begin, &bytes)) {
+    m.text("  host code accessed the address ")
+        .number(reinterpret_cast<uintptr_t>(addr) - begin)
+        .text(" bytes after the start of a ")
+        .number(bytes)
+        .text("-byte device allocation (past its end, and device memory is not host memory)\n");
+  } else if (freed_block_owner(addr, &begin, &bytes)) {
+    m.text("  host code accessed the address ")
+        .number(reinterpret_cast<uintptr_t>(addr) - begin)
+        .text(" bytes into a freed ")
+        .number(bytes)
+        .text("-byte device allocation (a use after free, and device memory is not host memory)\n");
+  } else {
+    return false;
+  }
+#if defined(__x86_64__)
+  const auto* uc = static_cast<const ucontext_t*>(context);
+  m.text("  the faulting instruction is at ").code(static_cast<uintptr_t>(uc->uc_mcontext.gregs[REG_RIP])).text("\n");
+#else
+  (void)context;
+#endif
+  m.write_out();
+  return true;
+}
 
 // Whether the faulting thread's stack pointer is below its stack: a frame larger than the guard
 // page jumps over it, and the fault is then wherever the next push lands.
@@ -69,6 +141,7 @@ bool stack_pointer_below(const SimThread& t, void* context) {
 
 void on_segv(int sig, siginfo_t* info, void* context) {
   Worker* w = current_worker();
+  if (!(w && w->current && w->launch)) explain_host_access(static_cast<const char*>(info->si_addr), context);
   if (w && w->current && w->launch) {
     const char* addr = static_cast<const char*>(info->si_addr);
     const SimThread& t = *w->current;
@@ -142,6 +215,18 @@ void install_segv_handler() {
     sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
     sigemptyset(&sa.sa_mask);
     g_page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+    Dl_info self;
+    if (dladdr(reinterpret_cast<void*>(&install_segv_handler), &self) && self.dli_fname) {
+      g_object_path = self.dli_fname;
+      g_object_base = reinterpret_cast<uintptr_t>(self.dli_fbase);
+      // The main executable may be named by how it was started (even "/proc/self/exe"): its real path.
+      static char exe[1024];
+      const ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+      if (n > 0 && (!std::strchr(g_object_path, '/') || std::strcmp(g_object_path, "/proc/self/exe") == 0)) {
+        exe[n] = '\0';
+        g_object_path = exe;
+      }
+    }
     sigaction(SIGSEGV, &sa, &g_previous);
   });
   // A stack overflow leaves no stack to run the handler on: give this OS thread an alternate

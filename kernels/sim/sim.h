@@ -16,6 +16,12 @@
 //   SEG_SIM_CHECK_POINTERS = 1 | 0             check every access of kernel code (1; default build only)
 //   SEG_SIM_PROFILE  = 1 | summary             collect the performance counters (counters.h) and print
 //                                              a table per launch and totals at exit (1), or totals only
+//   SEG_SIM_STREAM_ORDER = fifo | random        order of independent streams' work (fifo; seed: SEG_SIM_SEED)
+//   SEG_SIM_SYNC_LAUNCH  = 0 | 1                run every launch at the call, for debugging (0)
+//   SEG_SIM_RACE_CHECK   = 1 | 0                the stream race detector (1)
+//   SEG_SIM_HOST_FAULTS  = 1 | 0                host dereferences of device memory fault (1)
+//   SEG_SIM_DEVICES      = N                    number of simulated GPUs (1), read once
+// Streams, events, devices and graphs behave as on a GPU: docs/cuda-simulator.md, "Streams".
 #pragma once
 
 #include <cstddef>
@@ -30,6 +36,11 @@ enum class Schedule {
   round_robin,  // threads run in index order; a thread that blocks goes to the back of the queue
   reverse,      // highest index first: shows reads of data that lower-numbered threads write late
   random,       // a seeded random pick among the runnable threads at every switch
+};
+
+enum class StreamOrder {
+  fifo,    // the operation enqueued first runs first (what a GPU usually does)
+  random,  // a seeded random pick among the operations whose dependencies are complete
 };
 
 enum class ProfileOutput {
@@ -51,8 +62,24 @@ struct Options {
   size_t stack_bytes = 0;  // 0: the default for this build
   bool use_ucontext = false;
   bool verbose = false;
-  // Pointer checks of every load and store of kernel code (access_check.h). Only the default build
-  // instruments kernel code; under ASan and TSan the setting has no effect.
+  // Streams (docs/cuda-simulator.md, "Streams and events"). Queued work runs at synchronisation
+  // points; among the operations that may run next (independent streams), fifo takes the one
+  // enqueued first, random a seeded random one (`seed`), so a missing cudaStreamWaitEvent shows
+  // up as wrong results under some seeds.
+  StreamOrder stream_order = StreamOrder::fifo;
+  // Runs each SEG_LAUNCH (and the work it depends on) at the call, so a fault is thrown by the
+  // launch itself, with the launcher on the stack.
+  bool sync_launch = false;
+  // The stream race detector: operations on different streams that touch the same bytes, one of
+  // them writing, with nothing ordering them, are reported (FaultKind::stream_race).
+  bool race_check = true;
+  // Device allocations are inaccessible to host code (PROT_NONE, or ASan poison) except while the
+  // simulator runs queued work, so a host dereference of a device pointer faults with a report.
+  bool host_access_faults = true;
+  // Pointer checks of every load and store of kernel code (access_check.h); with them the stream
+  // race detector takes the bytes a kernel touched instead of whole allocations. Only the default
+  // build instruments kernel code; under ASan and TSan the setting has no effect. Off, a launch
+  // checks its pointer arguments instead (a stream-ordered free, another device's memory).
   bool check_pointers = true;
   // Performance counters (counters.h), read with last_launch_counters(); `profile` also prints them.
   bool counters = false;
@@ -63,6 +90,7 @@ struct Options {
 Options options();
 void set_options(const Options& options);
 const char* schedule_name(Schedule schedule);
+const char* stream_order_name(StreamOrder order);
 
 // Sets options for a scope and restores the previous ones (tests).
 class ScopedOptions {
@@ -76,7 +104,8 @@ class ScopedOptions {
   Options saved_;
 };
 
-// Counters of the last launch made by the calling thread.
+// Counters of the last launch made by the calling thread. Launches are queued: this waits until
+// that launch has run (and throws its KernelFault, if any).
 struct LaunchStats {
   uint64_t blocks = 0;
   uint64_t threads = 0;
@@ -101,14 +130,23 @@ enum class FaultKind {
   out_of_bounds,      // an access past the end (or before the start) of an allocation or static shared array
   bad_address,        // a pointer in the wrong memory space (a host pointer, cp.async from host memory)
   use_after_free,     // an access to a freed allocation
-  peer_access,        // an access to another device's memory without peer access
+  peer_access,        // an access to another device's memory without peer access (cudaDeviceEnablePeerAccess)
   stack_overflow,     // a simulated thread's locals outgrew its stack (SEG_SIM_STACK_KB)
   trap,               // __trap() or an exception thrown by kernel code
+  stream_race,        // two operations on different streams touch the same bytes, unordered (race detector)
+  stream_capture,     // an operation SEG_LAUNCH cannot enqueue because of a stream capture
+  invalid_stream,     // SEG_LAUNCH on a destroyed stream or one of another device
 };
 const char* fault_kind_name(FaultKind kind);
 
-// Thrown by SEG_LAUNCH when the simulator finds a fault. what() is the full report: kernel, launch
-// site, block and thread, and what each thread was doing.
+// Thrown when the simulator finds a fault. what() is the full report: kernel, launch site, block
+// and thread, and what each thread was doing. Launches are queued (as on a GPU), so a fault found
+// while running a kernel is thrown by the next call that synchronises with it, or by the next
+// SEG_LAUNCH: cudaDeviceSynchronize, cudaStreamSynchronize, cudaEventSynchronize, the synchronous
+// copies (cudaMemcpy, ...). Calls made from destructors (cudaFree, cudaStreamDestroy, ...) never
+// throw; they and the queries return the error code while the fault waits to be thrown. A bad
+// launch configuration is thrown by SEG_LAUNCH at once. SEG_SIM_SYNC_LAUNCH=1 makes every fault
+// come out of its SEG_LAUNCH.
 class KernelFault : public cuda::LaunchError {
  public:
   KernelFault(FaultKind kind, const std::string& report) : cuda::LaunchError(report), kind_(kind) {}
@@ -117,5 +155,38 @@ class KernelFault : public cuda::LaunchError {
  private:
   FaultKind kind_;
 };
+
+// ---- several devices -------------------------------------------------------------------------
+// The number of simulated GPUs (SEG_SIM_DEVICES, default 1). Each has its own memory accounting,
+// default stream, properties and peer-access set; every pair may enable peer access.
+int device_count();
+// Changes the number of devices. Throws std::logic_error while a device that would disappear
+// holds memory or streams.
+void set_device_count(int devices);
+
+// Sets the device count for a scope (tests). Restoring it fails (a message on stderr) while a
+// device that would disappear still holds memory or streams.
+class ScopedDeviceCount {
+ public:
+  explicit ScopedDeviceCount(int devices) : saved_(device_count()) { set_device_count(devices); }
+  ~ScopedDeviceCount();
+  ScopedDeviceCount(const ScopedDeviceCount&) = delete;
+  ScopedDeviceCount& operator=(const ScopedDeviceCount&) = delete;
+
+ private:
+  int saved_;
+};
+
+// ---- the stream race detector --------------------------------------------------------------------
+// Races found since the start of the process (each also becomes a KernelFault of kind stream_race,
+// thrown at the next synchronising call), and the report of the last one.
+uint64_t stream_race_count();
+std::string last_stream_race_report();
+
+// A kernel's access set is, conservatively, the whole allocation behind each pointer argument.
+// An allocator that carves many buffers out of one cudaMalloc (a caching allocator) can say where
+// each buffer starts and ends; the detector then uses the buffer instead of the allocation.
+void annotate_buffer(const void* begin, size_t bytes);
+void forget_buffer(const void* begin);
 
 }  // namespace seg::sim

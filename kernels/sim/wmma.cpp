@@ -38,7 +38,8 @@ void account_tile(const char* op, const void* ptr, int rows, int cols, unsigned 
   const size_t stride = static_cast<size_t>(ldm) * element_bytes;
   // The first and last byte in one valid region means every line in between is in it too.
   const size_t span = (lines - 1) * stride + line_bytes;
-  const MemorySpace space = check_runtime_access(ptr, span, store, op, where);
+  const MemorySpace space = check_runtime_access(ptr, span, store, op, where, /*record=*/false);
+  note_tile_access(space, ptr, lines, line_bytes, stride, store);
   count_tile(space, ptr, lines, line_bytes, stride, store);
 }
 

@@ -15,7 +15,12 @@
 #include "kernels/sim/device_runtime.h"
 #include "kernels/sim/fiber.h"
 #include "kernels/sim/launch.h"
+#include "kernels/sim/race_detector.h"
 #include "kernels/sim/sim.h"
+
+namespace seg::sim {
+struct KernelCounters;  // counters.h
+}  // namespace seg::sim
 
 namespace seg::sim::detail {
 
@@ -25,6 +30,7 @@ struct LaunchCounters;  // counters.cpp
 // Everything the workers of one launch share. Read-only while blocks run, except the fault slot.
 struct LaunchState {
   const LaunchRequest* request = nullptr;
+  LaunchContext context;  // device and peer-access set (several devices)
   Options options;
   unsigned block_threads = 0;
   uint64_t total_blocks = 0;
@@ -37,11 +43,19 @@ struct LaunchState {
   uint64_t fault_block = 0;
   LaunchStats stats;
   LaunchCounters* counters = nullptr;  // set when the launch is counted (counter_hooks.h)
-  // The device the kernel runs on, and the devices whose memory it may access (bit d: device d;
-  // the launching device and those it has peer access to). Pointer checks fault on the others.
-  int device = 0;
-  uint64_t accessible_devices = 1;
+  // The global bytes the kernel touched, when context.record_accesses (access_check.cpp): each
+  // worker adds its own, merged, when it finishes (under `mutex`).
+  std::vector<Access> touched;
 };
+
+// What a launch that ran hands back to the stream executor.
+struct LaunchResult {
+  LaunchStats stats;
+  std::shared_ptr<const KernelCounters> counters;  // null unless the launch was counted
+  std::vector<Access> touched;                     // LaunchContext::record_accesses: merged, sorted
+};
+// Runs every block of a launch now, on the calling thread (and the worker pool); throws its fault.
+LaunchResult run_launch(const LaunchRequest& request, const LaunchContext& context);
 
 enum class ThreadState : uint8_t { runnable, waiting, exited };
 enum class WaitKind : uint8_t { none, barrier, warp };

@@ -1,5 +1,6 @@
 // Launchers of the deliberately broken kernels (tests/sim/broken_*.cu). Each kernel has one bug a
-// real GPU could hide; the comment at each kernel says which. Device pointers throughout.
+// real GPU could hide; the comment at each kernel says which. Device pointers throughout, unless
+// named pinned.
 #pragma once
 
 #include <cuda_fp16.h>
@@ -44,6 +45,15 @@ void wmma_divergent(const __half* a, const __half* b, float* c);           // ha
 void cp_async_without_wait(const float* x, float* y);            // 128 threads
 void ldmatrix_misaligned(const unsigned short* x, unsigned* y);  // rows at 8-byte offsets
 void cp_async_from_host_memory(const float* host_x, float* y);   // source is not device memory
+
+// broken_streams.cu: broken host code around correct kernels (y = 2 x, or a fill)
+void upload_then_compute_without_wait(const float* pinned_x, float* d_x, float* d_y, int n);  // no event wait
+void use_peer_memory_without_access(const float* x_on_device_1, float* y_on_device_0, int n);
+cudaError_t capture_with_synchronous_copy(float* d_x, int n, float* host_value, cudaGraph_t* graph);
+cudaError_t capture_with_malloc(float* d_x, int n, cudaGraph_t* graph);
+float read_device_memory_on_host(float* d_y, int n);  // fills with 3, returns d_y[0] read by the host
+void read_copy_before_sync(const float* d_x, float* pinned_out, float* seen, int n);
+void reuse_staging_buffer_too_early(float* pinned_stage, float* d_a, float* d_b, int n);  // 1s to a, 2s to b
 
 // broken_pointers.cu: y[i] = 2 x[i] (blocks of 128); the bugs are the pointers the host passes
 void scale_by_two(const float* x, float* y, int n);

@@ -17,11 +17,13 @@ namespace {
 
 using namespace simtest::broken;
 
-// Runs a launch; a KernelFault becomes the outcome, otherwise `check` compares the results.
+// Runs a launch and waits for it (launches are queued: a fault comes out of the synchronisation);
+// a KernelFault becomes the outcome, otherwise `check` compares the results.
 Outcome attempt(const std::function<void()>& launch, const std::function<size_t()>& count_wrong) {
   Outcome o;
   try {
     launch();
+    cudaDeviceSynchronize();
   } catch (const seg::sim::KernelFault& f) {
     o.kind = Outcome::Kind::fault;
     o.fault_kind = f.kind();
@@ -375,6 +377,102 @@ Outcome cp_async_host_source() {
   return attempt([&] { cp_async_from_host_memory(host.data(), y.get()); }, [&] { return size_t{0}; });
 }
 
+// ---- streams, devices, graphs, host access ---------------------------------------------------------
+
+// Pinned host memory for the duration of a case.
+struct Pinned {
+  float* p = nullptr;
+  explicit Pinned(size_t n) { REQUIRE(cudaMallocHost(&p, n * sizeof(float)) == cudaSuccess); }
+  ~Pinned() { cudaFreeHost(p); }
+};
+
+Outcome missing_stream_wait() {
+  const int n = 1000;
+  Pinned x(n);
+  std::vector<double> want(n);
+  for (int i = 0; i < n; ++i) {
+    x.p[i] = 1.0f + 0.25f * static_cast<float>(i % 7);
+    want[i] = 2.0 * x.p[i];
+  }
+  DeviceBuffer<float> dx(n), dy(n);
+  return attempt([&] { upload_then_compute_without_wait(x.p, dx.get(), dy.get(), n); },
+                 [&] { return mismatches(dy.download(), want); });
+}
+
+Outcome peer_access_not_enabled() {
+  seg::sim::ScopedDeviceCount devices(2);
+  const int n = 256;
+  const std::vector<float> x = ramp(n);
+  std::vector<double> want(n);
+  for (int i = 0; i < n; ++i) want[i] = 2.0 * x[i];
+  REQUIRE(cudaSetDevice(1) == cudaSuccess);
+  Outcome o;
+  {
+    DeviceBuffer<float> x1(x);
+    REQUIRE(cudaSetDevice(0) == cudaSuccess);
+    DeviceBuffer<float> y0(n);
+    o = attempt([&] { use_peer_memory_without_access(x1.get(), y0.get(), n); },
+                [&] { return mismatches(y0.download(), want); });
+  }
+  return o;
+}
+
+// A call a capture forbids: the outcome is the error it returned (and the capture gave no graph).
+Outcome capture_error(cudaError_t e, cudaGraph_t graph) {
+  Outcome o;
+  if (graph) cudaGraphDestroy(graph);
+  (void)cudaGetLastError();
+  if (e == cudaSuccess && graph) return o;
+  o.kind = Outcome::Kind::error;
+  o.error = cudaGetErrorName(e);
+  return o;
+}
+Outcome capture_sync_copy() {
+  DeviceBuffer<float> x(64);
+  float value = 0.0f;
+  cudaGraph_t graph = nullptr;
+  const cudaError_t e = capture_with_synchronous_copy(x.get(), 64, &value, &graph);
+  return capture_error(e, graph);
+}
+Outcome capture_malloc() {
+  DeviceBuffer<float> x(64);
+  cudaGraph_t graph = nullptr;
+  const cudaError_t e = capture_with_malloc(x.get(), 64, &graph);
+  return capture_error(e, graph);
+}
+
+Outcome host_reads_device_memory() {
+  DeviceBuffer<float> y(128);
+  Outcome o;
+  const float v = read_device_memory_on_host(y.get(), 128);  // dies here unless SEG_SIM_HOST_FAULTS=0
+  cudaDeviceSynchronize();
+  o.wrong_elements = v == 3.0f ? 0 : 1;
+  o.kind = o.wrong_elements ? Outcome::Kind::wrong : Outcome::Kind::correct;
+  return o;
+}
+
+Outcome async_copy_read_before_sync() {
+  const int n = 64;
+  const std::vector<float> x = ramp(n);
+  DeviceBuffer<float> dx(x);
+  Pinned out(n);
+  std::vector<float> seen(n, 0.0f);
+  for (int i = 0; i < n; ++i) out.p[i] = 0.0f;
+  return attempt([&] { read_copy_before_sync(dx.get(), out.p, seen.data(), n); },
+                 [&] { return mismatches(seen, std::vector<double>(x.begin(), x.end())); });
+}
+
+Outcome staging_buffer_reused() {
+  const int n = 64;
+  Pinned stage(n);
+  DeviceBuffer<float> a(n), b(n);
+  return attempt([&] { reuse_staging_buffer_too_early(stage.p, a.get(), b.get(), n); },
+                 [&] {
+                   return mismatches(a.download(), std::vector<double>(n, 1.0)) +
+                          mismatches(b.download(), std::vector<double>(n, 2.0));
+                 });
+}
+
 }  // namespace
 
 std::string Outcome::summary() const {
@@ -385,6 +483,8 @@ std::string Outcome::summary() const {
       return "wrong";
     case Kind::fault:
       return std::string("fault:") + seg::sim::fault_kind_name(fault_kind);
+    case Kind::error:
+      return "error:" + error;
     case Kind::counted:
       return "counted:" + counted;
   }
@@ -435,6 +535,19 @@ const std::vector<Bug>& bug_catalogue() {
       {"other_threads_local", "threads read thread 0's local variable through a shared pointer", &other_threads_local},
       {"transpose_bank_conflicts", "32 x 32 shared-memory transpose without padding (counted)", &transpose_conflicts},
       {"uncoalesced_rows", "row sums with one thread per row: uncoalesced loads (counted)", &uncoalesced_rows},
+      {"missing_stream_wait", "upload on a copy stream, kernel on a compute stream, no event wait",
+       &missing_stream_wait, BugGroup::host},
+      {"peer_access_not_enabled", "device 0 runs a kernel on device 1's memory without peer access",
+       &peer_access_not_enabled, BugGroup::host},
+      {"capture_sync_copy", "synchronous cudaMemcpy while the stream is captured", &capture_sync_copy,
+       BugGroup::host},
+      {"capture_malloc", "cudaMalloc while the stream is captured (global mode)", &capture_malloc, BugGroup::host},
+      {"host_reads_device_memory", "host code reads a kernel's output through the device pointer",
+       &host_reads_device_memory, BugGroup::host},
+      {"async_copy_read_before_sync", "host reads a cudaMemcpyAsync's pinned destination before the sync",
+       &async_copy_read_before_sync, BugGroup::host},
+      {"staging_buffer_reused", "pinned staging buffer refilled before the upload that reads it ran",
+       &staging_buffer_reused, BugGroup::host},
   };
   return bugs;
 }

@@ -13,19 +13,25 @@ namespace simtest {
 
 struct Outcome {
   // counted: the results are right and the performance counters show the planted waste.
-  enum class Kind { correct, wrong, fault, counted } kind = Kind::correct;
+  enum class Kind { correct, wrong, fault, error, counted } kind = Kind::correct;
   seg::sim::FaultKind fault_kind = seg::sim::FaultKind::trap;
+  std::string error;  // Kind::error: the runtime's error name (a call refused, as on a GPU)
   size_t wrong_elements = 0;
   std::string message;  // the fault report, or the counters that show the waste
   std::string counted;  // what the counters show ("bank conflicts", "uncoalesced")
-  // "correct", "wrong", "fault:<kind name>" or "counted:<what>"
+  // "correct", "wrong", "fault:<kind name>", "error:<cudaError name>" or "counted:<what>"
   std::string summary() const;
 };
+
+// Kernel bugs (broken_{barriers,memory,warp,wmma,ptx}.cu) and host-side bugs around correct kernels
+// (broken_streams.cu: streams, devices, graphs, host access); the detection table has one table each.
+enum class BugGroup { kernel, host };
 
 struct Bug {
   const char* id;
   const char* description;
   Outcome (*run)();
+  BugGroup group = BugGroup::kernel;
 };
 
 const std::vector<Bug>& bug_catalogue();

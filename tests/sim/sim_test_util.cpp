@@ -1,7 +1,11 @@
 #include "tests/sim/sim_test_util.h"
 
+#include <poll.h>
+#include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
+
+#include <chrono>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -63,8 +67,23 @@ ChildResult run_child(const std::string& name, const std::vector<std::string>& e
   REQUIRE(rc == 0);
   ChildResult r;
   char buf[4096];
-  ssize_t n;
-  while ((n = read(out[0], buf, sizeof buf)) > 0) r.output.append(buf, static_cast<size_t>(n));
+  // A child that hangs (TSan can deadlock when doctest's SIGSEGV handler allocates on a worker
+  // thread) is killed after a generous limit, so a suite never hangs.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(300);
+  for (;;) {
+    pollfd p{out[0], POLLIN, 0};
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) {
+      kill(pid, SIGKILL);
+      r.timed_out = true;
+      r.output += "\n[run_child: killed after 300 s]\n";
+      break;
+    }
+    if (poll(&p, 1, static_cast<int>(left.count())) <= 0) continue;
+    const ssize_t n = read(out[0], buf, sizeof buf);
+    if (n <= 0) break;
+    r.output.append(buf, static_cast<size_t>(n));
+  }
   close(out[0]);
   int status = 0;
   waitpid(pid, &status, 0);

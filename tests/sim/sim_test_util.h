@@ -72,6 +72,7 @@ struct ChildResult {
   int exit_code = -1;  // when it exited normally
   int signal = 0;      // when a signal killed it
   std::string output;  // stdout and stderr together
+  bool timed_out = false;  // killed after 300 s
 };
 // Runs the test case `name` (marked doctest::skip() so it only runs when asked for) in a child
 // process whose SEG_SIM_* environment is exactly `env` (e.g. {"SEG_SIM_WORKERS=2"}).

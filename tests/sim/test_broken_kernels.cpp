@@ -276,3 +276,60 @@ TEST_CASE("sim catches: misuse of the PTX helpers") {
   expect_outcome("ldmatrix_misaligned", {}, kMisaligned);
   expect_outcome("cp_async_from_host", {}, kBadAddress);
 }
+
+// ---- host code around correct kernels: streams, devices, graphs, host access (broken_streams.cu) ----
+
+TEST_CASE("sim catches: a missing cudaStreamWaitEvent (race detector; wrong results under random stream order)") {
+  // The race detector reports it whatever the order in which the streams' work runs.
+  expect_outcome("missing_stream_wait", {}, "fault:stream race");
+  const std::vector<std::string> no_races = {"SEG_SIM_RACE_CHECK=0"};
+  // In enqueue order the upload happens to run first: the results are right, as on a quiet GPU.
+  expect_outcome("missing_stream_wait", no_races, "correct");
+#if !SEG_SIM_TEST_TSAN  // the seed sweep checks results, which TSan does not change (and each child costs a second)
+  int wrong = 0;
+  for (int seed = 1; seed <= 5; ++seed) {
+    std::vector<std::string> env = {"SEG_SIM_STREAM_ORDER=random", "SEG_SIM_SEED=" + std::to_string(seed)};
+    expect_outcome("missing_stream_wait", env, "fault:stream race");
+    env.push_back("SEG_SIM_RACE_CHECK=0");
+    const simtest::BugRun r = run_bug("missing_stream_wait", env);
+    INFO("seed " << seed << "\n" << r.output);
+    CHECK((r.outcome == "wrong" || r.outcome == "correct"));
+    wrong += r.outcome == "wrong";
+  }
+  CHECK(wrong >= 1);  // the kernel ran before the upload under some seeds
+#endif
+}
+
+TEST_CASE("sim catches: a kernel on another device's memory without peer access") {
+  expect_outcome("peer_access_not_enabled", {}, "fault:peer access not enabled");
+}
+
+TEST_CASE("sim catches: calls a stream capture forbids") {
+  expect_outcome("capture_sync_copy", {}, "error:cudaErrorStreamCaptureUnsupported");
+  expect_outcome("capture_malloc", {}, "error:cudaErrorStreamCaptureUnsupported");
+}
+
+TEST_CASE("sim catches: host code dereferencing device memory") {
+#if SEG_SIM_TEST_ASAN
+  // Device allocations are poisoned while host code runs: ASan reports the read with its stack,
+  // after the simulator's explanation.
+  expect_crash("host_reads_device_memory", {}, "use-after-poison", "seg::sim: host code dereferenced device memory");
+#else
+  // Device allocations are PROT_NONE while host code runs: the SIGSEGV handler explains.
+  expect_crash("host_reads_device_memory", {},
+               "host code dereferenced device memory: the address",
+               "0 bytes into a 512-byte device allocation (device 0)");
+  const simtest::BugRun r = run_bug("host_reads_device_memory", {});
+  CHECK(r.caught_by("copy it with cudaMemcpy"));
+  CHECK(r.caught_by("the faulting instruction is at test_sim+0x"));
+#endif
+  // With the check off the host reads whatever is there: the kernel has not even run yet.
+  expect_outcome("host_reads_device_memory", {"SEG_SIM_HOST_FAULTS=0"}, "wrong");
+}
+
+TEST_CASE("sim catches: host code that does not wait for asynchronous copies") {
+  // Pinned-memory copies happen when the stream runs: reading the destination, or refilling the
+  // source, before synchronising sees the old bytes (a GPU usually hides this by being fast).
+  expect_outcome("async_copy_read_before_sync", {}, "wrong");
+  expect_outcome("staging_buffer_reused", {}, "wrong");
+}

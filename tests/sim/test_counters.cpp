@@ -20,9 +20,10 @@ namespace {
 
 constexpr bool kNoCounters = !SEG_SIM_TEST_INSTRUMENTED;
 
-// Runs `launch` with the counters on (and the given schedule) and returns its counters.
+// Runs `launch` with the counters on (and the given options; by default the environment's, so
+// SEG_SIM_PROFILE=1 prints each launch's table) and returns its counters.
 template <class F>
-KernelCounters counted(F launch, seg::sim::Options o = seg::sim::Options{}) {
+KernelCounters counted(F launch, seg::sim::Options o = seg::sim::options()) {
   o.counters = true;
   seg::sim::ScopedOptions scoped(o);
   launch();
@@ -281,7 +282,9 @@ TEST_CASE("sim counters: a launch that faults records nothing" * doctest::skip(k
   seg::sim::Options o;
   o.counters = true;
   seg::sim::ScopedOptions scoped(o);
-  CHECK_THROWS_AS(simtest::broken::scale_by_two(host.data(), y.get(), n), seg::sim::KernelFault);
+  // The fault surfaces at the synchronisation after the (asynchronous) launch.
+  CHECK_THROWS_AS((simtest::broken::scale_by_two(host.data(), y.get(), n), cudaDeviceSynchronize()),
+                  seg::sim::KernelFault);
   CHECK(seg::sim::last_launch_counters().kernel == "copy_kernel");
 }
 
@@ -346,4 +349,14 @@ TEST_CASE("sim roofline: occupancy limits, waves and the bound") {
   e = seg::sim::estimate_h200(tiny);
   CHECK(e.fp32_us == doctest::Approx(2000.0));
   CHECK(std::string(e.bound) == "FP32");
+
+  // Shared memory: one wavefront per SM and clock; 132 x 1.98e9 wavefronts take one second.
+  RooflineInput smem;
+  smem.blocks = 132;
+  smem.threads_per_block = 256;
+  smem.shared_wavefronts = 132ull * 1'980'000;  // 1 ms
+  e = seg::sim::estimate_h200(smem);
+  CHECK(e.shared_us == doctest::Approx(1000.0));
+  CHECK(e.estimate_us == doctest::Approx(1000.0));
+  CHECK(std::string(e.bound) == "shared memory");
 }

@@ -14,11 +14,13 @@ using simtest::DeviceBuffer;
 
 namespace {
 
-// Runs `launch`, requires a KernelFault, returns it.
+// Runs `launch` and waits for it, requires a KernelFault, returns it. Launches are queued, so a
+// fault found while the kernel runs comes out of the synchronisation.
 template <class F>
 seg::sim::KernelFault expect_fault(F launch) {
   try {
     launch();
+    cudaDeviceSynchronize();
   } catch (const seg::sim::KernelFault& f) {
     return f;
   }

@@ -1,4 +1,4 @@
-// The simulator's synchronous shims of the CUDA runtime API (kernels/sim/runtime_api.cpp).
+// The simulator's CUDA runtime API (kernels/sim/runtime_*.cpp): allocation, copies, handles, queries.
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -78,11 +78,14 @@ TEST_CASE("sim runtime: streams, events and device queries") {
   float ms = -1.0f;
   CHECK(cudaEventElapsedTime(&ms, a, b) == cudaErrorInvalidResourceHandle);  // not recorded yet
   CHECK(cudaEventRecord(a, s) == cudaSuccess);
-  std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  float* work = nullptr;
+  REQUIRE(cudaMalloc(&work, 4096 * sizeof(float)) == cudaSuccess);
+  CHECK(cudaMemsetAsync(work, 0, 4096 * sizeof(float), s) == cudaSuccess);  // some work between the events
   CHECK(cudaEventRecord(b, s) == cudaSuccess);
   CHECK(cudaEventSynchronize(b) == cudaSuccess);
   CHECK(cudaEventElapsedTime(&ms, a, b) == cudaSuccess);
-  CHECK(ms >= 1.0f);
+  CHECK(ms > 0.0f);  // simulated device time (test_streams.cpp checks its order)
+  cudaFree(work);
   CHECK(cudaEventRecord(untimed, s) == cudaSuccess);
   CHECK(cudaEventElapsedTime(&ms, a, untimed) == cudaErrorInvalidResourceHandle);
   CHECK(cudaStreamWaitEvent(s, b, 0) == cudaSuccess);

@@ -16,17 +16,22 @@ using simtest::DeviceBuffer;
 
 namespace {
 
+// Launches are queued: each measurement waits for the launch to run.
 double seconds(const std::function<void()>& f) {
   f();  // warm-up: fibers, pages
+  REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
   const auto t0 = std::chrono::steady_clock::now();
   f();
+  REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-seg::sim::Options config(bool ucontext, int workers) {
+seg::sim::Options config(bool ucontext, int workers, bool counters = false, bool checks = true) {
   seg::sim::Options o;
   o.use_ucontext = ucontext;
   o.workers = workers;
+  o.counters = counters;
+  o.check_pointers = checks;
   return o;
 }
 
@@ -62,6 +67,16 @@ TEST_CASE("sim: timings" * doctest::skip()) {
       [&] { simtest::block_reduce(dx.get(), n, sum.get(), pos.get(), 4096, 256); });
   row("reduction, 1M floats, grid 4096 x 256", config(false, 2),
       [&] { simtest::block_reduce(dx.get(), n, sum.get(), pos.get(), 4096, 256); });
+  // The pointer checks' and the counters' cost (default build; elsewhere neither exists and these
+  // rows repeat the ones above).
+  row("element-wise, 1M floats, grid 256 x 256, checks off", config(false, 1, false, false),
+      [&] { simtest::scale_exp(dx.get(), dy.get(), n, 2.0f, 256, 256); });
+  row("reduction, 1M floats, grid 4096 x 256, checks off", config(false, 1, false, false),
+      [&] { simtest::block_reduce(dx.get(), n, sum.get(), pos.get(), 4096, 256); });
+  row("element-wise, 1M floats, grid 256 x 256, counters", config(false, 1, true),
+      [&] { simtest::scale_exp(dx.get(), dy.get(), n, 2.0f, 256, 256); });
+  row("reduction, 1M floats, grid 4096 x 256, counters", config(false, 1, true),
+      [&] { simtest::block_reduce(dx.get(), n, sum.get(), pos.get(), 4096, 256); });
 
   for (const int size : {128, 256, 512}) {
     std::vector<__half> a(static_cast<size_t>(size) * size);
@@ -77,6 +92,10 @@ TEST_CASE("sim: timings" * doctest::skip()) {
       row(wmma.c_str(), config(false, 2),
           [&] { simtest::wmma_gemm(da.get(), db.get(), dc.get(), size, size, size, 1.0f); });
       row(wmma.c_str(), config(true, 1),
+          [&] { simtest::wmma_gemm(da.get(), db.get(), dc.get(), size, size, size, 1.0f); });
+      row((wmma + ", checks off").c_str(), config(false, 1, false, false),
+          [&] { simtest::wmma_gemm(da.get(), db.get(), dc.get(), size, size, size, 1.0f); });
+      row((wmma + ", counters").c_str(), config(false, 1, true),
           [&] { simtest::wmma_gemm(da.get(), db.get(), dc.get(), size, size, size, 1.0f); });
     }
   }
