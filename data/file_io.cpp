@@ -25,15 +25,16 @@ std::string temp_name_for(const std::string& path) {
 
 }  // namespace
 
+Error file_open_error(const std::string& path, const char* what, int err) {
+  const bool missing = err == ENOENT;
+  Error e(ErrorKind::data, str(missing ? "missing " : "cannot open ", what, " file", missing ? "" : str(" (", std::strerror(err), ")")));
+  e.file(path).hint("check the path (for dataset lists: DATASET.root_dataset and the fpath_* entries)");
+  return e;
+}
+
 std::vector<uint8_t> read_file_bytes(const std::string& path, const char* what) {
   std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (!f) {
-    const bool missing = errno == ENOENT;
-    throw Error(ErrorKind::data, str(missing ? "missing " : "cannot open ", what, " file",
-                                     missing ? "" : str(" (", std::strerror(errno), ")")))
-        .file(path)
-        .hint("check the path (for dataset lists: DATASET.root_dataset and the fpath_* entries)");
-  }
+  if (!f) throw file_open_error(path, what, errno);
   std::vector<uint8_t> bytes;
   uint8_t buffer[1 << 16];
   size_t n = 0;

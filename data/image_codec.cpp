@@ -1,5 +1,7 @@
 #include "data/image_codec.h"
 
+#include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <limits>
 
@@ -56,21 +58,53 @@ Image decode_image_rgb(const std::vector<uint8_t>& bytes, const std::string& pat
   return decode(bytes, path, 3, "image");
 }
 
+void check_label_format(const ImageHeader& header, const std::string& path) {
+  if (header.channels == 1 && !header.sixteen_bit) return;
+  throw Error(ErrorKind::data,
+              str("label image must be 8-bit single-channel (PIL mode \"L\"), this one is ",
+                  header.sixteen_bit ? "16-bit" : str(header.channels, "-channel"),
+                  header.channels >= 3 ? " (RGB or palette colours, not class indices)" : ""))
+      .file(path)
+      .hint("labels hold class indices 0..num_class (0 = unlabeled); convert coloured masks to indices first");
+}
+
 Image decode_label(const std::vector<uint8_t>& bytes, const std::string& path) {
   // Check the file's own format first: stb would happily convert a palette or RGB PNG to grey.
-  int w = 0, h = 0, file_channels = 0;
+  ImageHeader header;
   const int size = checked_size(bytes.size(), path);
-  if (!stbi_info_from_memory(bytes.data(), size, &w, &h, &file_channels)) throw decode_error(path, "label");
-  if (file_channels != 1 || stbi_is_16_bit_from_memory(bytes.data(), size)) {
-    const bool sixteen = stbi_is_16_bit_from_memory(bytes.data(), size);
-    throw Error(ErrorKind::data,
-                str("label image must be 8-bit single-channel (PIL mode \"L\"), this one is ",
-                    sixteen ? "16-bit" : str(file_channels, "-channel"),
-                    file_channels >= 3 ? " (RGB or palette colours, not class indices)" : ""))
-        .file(path)
-        .hint("labels hold class indices 0..num_class (0 = unlabeled); convert coloured masks to indices first");
-  }
+  if (!stbi_info_from_memory(bytes.data(), size, &header.width, &header.height, &header.channels))
+    throw decode_error(path, "label");
+  header.sixteen_bit = stbi_is_16_bit_from_memory(bytes.data(), size) != 0;
+  check_label_format(header, path);
   return decode(bytes, path, 1, "label");
+}
+
+namespace {
+// stb_image reading straight from a FILE (the library is built with STBI_NO_STDIO), so that the
+// header functions read only the bytes they need.
+int file_read(void* user, char* data, int size) {
+  return static_cast<int>(std::fread(data, 1, static_cast<size_t>(size), static_cast<std::FILE*>(user)));
+}
+void file_skip(void* user, int n) { std::fseek(static_cast<std::FILE*>(user), n, SEEK_CUR); }
+int file_eof(void* user) {
+  std::FILE* f = static_cast<std::FILE*>(user);
+  return std::feof(f) || std::ferror(f);
+}
+const stbi_io_callbacks kFileCallbacks = {file_read, file_skip, file_eof};
+}  // namespace
+
+ImageHeader read_image_header(const std::string& path, const char* what) {
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (!f) throw file_open_error(path, what, errno);
+  ImageHeader h;
+  const bool ok = stbi_info_from_callbacks(&kFileCallbacks, f, &h.width, &h.height, &h.channels) != 0;
+  if (ok) {
+    std::rewind(f);
+    h.sixteen_bit = stbi_is_16_bit_from_callbacks(&kFileCallbacks, f) != 0;
+  }
+  std::fclose(f);
+  if (!ok) throw decode_error(path, what);
+  return h;
 }
 
 Image load_image_rgb(const std::string& path) { return decode_image_rgb(read_file_bytes(path, "image"), path); }

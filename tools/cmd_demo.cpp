@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "core/fileio.h"
+#include "core/numbers.h"
 #include "data/synth_dataset.h"
 #include "kernels/cpu/thread_pool.h"
 #include "tools/cli.h"
@@ -58,7 +59,7 @@ int cmd_demo(const Args& args) {
     if (args[i] == "--smoke") smoke = true;
     else if (args[i] == "--data") data_dir = value();
     else if (args[i] == "--out") out_dir = value();
-    else if (args[i] == "--threads") threads = std::stoi(value());
+    else if (args[i] == "--threads") threads = static_cast<int>(int_flag("--threads", value(), 1, 4096));
     else throw Error(ErrorKind::usage, "segtrain demo: unknown option '" + args[i] + "'").hint("see segtrain demo --help");
   }
   if (threads > 0) set_num_threads(threads);
