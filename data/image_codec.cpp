@@ -29,10 +29,24 @@ int checked_size(size_t n, const std::string& path) {
   return static_cast<int>(n);
 }
 
+// A header can claim any size (a 100-byte PNG may say 60000 x 60000); refuse what no dataset needs
+// before stb allocates it. 2^27 pixels (about 134 megapixels, 400 MB as RGB) is far above every
+// segmentation dataset (ADE20K's largest images are a few megapixels).
+constexpr int64_t kMaxPixels = int64_t{1} << 27;
+
+void check_pixel_count(int w, int h, const std::string& path, const char* what) {
+  if (static_cast<int64_t>(w) * h > kMaxPixels)
+    throw Error(ErrorKind::data, str(what, " is ", w, "x", h, " (", static_cast<int64_t>(w) * h / 1000000,
+                                     " megapixels), above segtrain's limit of ", kMaxPixels / 1000000, " megapixels"))
+        .file(path)
+        .hint("downscale the image (training resizes to DATASET.imgMaxSize anyway), or check that the file is not corrupt");
+}
+
 // Decodes with stb and copies into an Image with `channels` channels.
 Image decode(const std::vector<uint8_t>& bytes, const std::string& path, int channels, const char* what) {
   int w = 0, h = 0, file_channels = 0;
   const int size = checked_size(bytes.size(), path);
+  if (stbi_info_from_memory(bytes.data(), size, &w, &h, &file_channels)) check_pixel_count(w, h, path, what);
   stbi_uc* pixels = stbi_load_from_memory(bytes.data(), size, &w, &h, &file_channels, channels);
   if (!pixels) throw decode_error(path, what);
   Image image(w, h, channels);

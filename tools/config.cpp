@@ -109,10 +109,11 @@ bool parse_double(const std::string& text, double& out) {
   return v.has_value();
 }
 
-void assign(const Entry& e, const std::string& raw, const std::string& origin) {
-  std::string value = trim(raw);
-  // yacs literal_eval strings: "'abc'" or "\"abc\"" -> abc
-  if (value.size() >= 2 && (value.front() == '"' || value.front() == '\'') && value.back() == value.front())
+// `exact`: a JSON string, taken as it is; otherwise text from an override or a YAML scalar, which
+// yacs would literal_eval (surrounding blanks dropped, "'abc'" and "\"abc\"" mean abc).
+void assign(const Entry& e, const std::string& raw, const std::string& origin, bool exact = false) {
+  std::string value = exact ? raw : trim(raw);
+  if (!exact && value.size() >= 2 && (value.front() == '"' || value.front() == '\'') && value.back() == value.front())
     value = value.substr(1, value.size() - 2);
   std::visit(
       [&](auto* field) {
@@ -186,17 +187,28 @@ size_t edit_distance(const std::string& a, const std::string& b) {
       .hint("did you mean " + closest_key(key) + "? (segtrain train --help-keys lists every key)");
 }
 
+// True when some key starts with "section." (the tree is two levels deep: a nested object under
+// anything else is an unknown key, reported before recursing into it).
+bool is_section(const std::string& section) {
+  for (const std::string& k : Config::keys())
+    if (k.size() > section.size() && k.compare(0, section.size(), section) == 0 && k[section.size()] == '.') return true;
+  return false;
+}
+
 // Flattens a JSON tree into dotted keys.
 void apply_json(Config& cfg, const nlohmann::json& j, const std::string& prefix, const std::string& origin) {
   for (auto it = j.begin(); it != j.end(); ++it) {
     const std::string key = prefix.empty() ? it.key() : prefix + "." + it.key();
     if (it->is_object()) {
+      if (!is_section(key)) unknown_key(key, origin);
       apply_json(cfg, *it, key, origin);
       continue;
     }
     std::string text;
-    if (it->is_string()) text = it->get<std::string>();
-    else if (it->is_boolean()) text = it->get<bool>() ? "True" : "False";
+    if (it->is_string()) {
+      cfg.set_exact(key, it->get<std::string>(), origin);
+      continue;
+    } else if (it->is_boolean()) text = it->get<bool>() ? "True" : "False";
     else if (it->is_array()) {
       text = "(";
       for (const auto& v : *it) {
@@ -219,6 +231,7 @@ void apply_yaml(Config& cfg, const YAML::Node& node, const std::string& prefix, 
     const std::string key = prefix.empty() ? name : prefix + "." + name;
     const YAML::Node value = it->second;
     if (value.IsMap()) {
+      if (!is_section(key)) unknown_key(key, origin);
       apply_yaml(cfg, value, key, origin);
     } else if (value.IsSequence()) {
       std::string text = "(";
@@ -246,6 +259,13 @@ void Config::set(const std::string& key, const std::string& value, const std::st
   Entry* e = find(s, key);
   if (!e) unknown_key(key, origin);
   assign(*e, value, origin);
+}
+
+void Config::set_exact(const std::string& key, const std::string& value, const std::string& origin) {
+  auto s = schema(*this);
+  Entry* e = find(s, key);
+  if (!e) unknown_key(key, origin);
+  assign(*e, value, origin, true);
 }
 
 std::string Config::get(const std::string& key) const {

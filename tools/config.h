@@ -77,6 +77,9 @@ struct Config {
   static std::vector<std::string> keys();
   // Sets one key from text (as an override or a YAML scalar); `origin` names where it came from.
   void set(const std::string& key, const std::string& value, const std::string& origin);
+  // The same for a JSON string value: taken exactly (no trimming, no quote stripping), so that a
+  // config dumped with to_json() reads back to the same values.
+  void set_exact(const std::string& key, const std::string& value, const std::string& origin);
   std::string get(const std::string& key) const;  // the value as text
 
   nlohmann::json to_json() const;
