@@ -77,11 +77,13 @@ else()
 endif()
 
 # Flags for every C++ target of the project (not for third-party code).
+# -Wshadow=local and -Wno-restrict are GCC's (clang, used only by the fuzz build, has neither).
 # -Wno-restrict: GCC 12 reports false positives deep inside std::string's operator+ (GCC bug
 # 105651, fixed in GCC 13); every instance seen here was `"literal" + std::string`.
 add_library(seg_flags INTERFACE)
 target_compile_options(seg_flags INTERFACE
-  $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wpedantic -Wshadow=local -Wno-unused-parameter -Wno-restrict ${SEG_CPU_BASELINE}>)
+  $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wpedantic $<$<CXX_COMPILER_ID:GNU>:-Wshadow=local> -Wno-unused-parameter
+  $<$<CXX_COMPILER_ID:GNU>:-Wno-restrict> ${SEG_CPU_BASELINE}>)
 if(SEG_WERROR)
   target_compile_options(seg_flags INTERFACE $<$<COMPILE_LANGUAGE:CXX>:-Werror>)
 endif()

@@ -10,6 +10,7 @@
 
 #include "core/error.h"
 #include "data/file_io.h"
+#include "data/jpeg_check.h"
 
 namespace seg::data {
 
@@ -42,6 +43,15 @@ void check_pixel_count(int w, int h, const std::string& path, const char* what) 
         .hint("downscale the image (training resizes to DATASET.imgMaxSize anyway), or check that the file is not corrupt");
 }
 
+// Refuses a JPEG that would make stb_image v2.27 write out of bounds (data/jpeg_check.h).
+void guard_jpeg(const uint8_t* data, size_t size, bool header_only, const std::string& path, const char* what) {
+  const JpegCheck c = check_jpeg_for_stb(data, size, header_only);
+  if (!c.problem.empty())
+    throw Error(ErrorKind::data, str("cannot decode ", what, " file (", c.problem, ")"))
+        .file(path)
+        .hint("the file is corrupt; re-export it or remove it from the list");
+}
+
 // Decodes with stb and copies into an Image with `channels` channels.
 Image decode(const std::vector<uint8_t>& bytes, const std::string& path, int channels, const char* what) {
   int w = 0, h = 0, file_channels = 0;
@@ -69,6 +79,7 @@ void check_encodable(const Image& image, const char* format) {
 }  // namespace
 
 Image decode_image_rgb(const std::vector<uint8_t>& bytes, const std::string& path) {
+  guard_jpeg(bytes.data(), bytes.size(), false, path, "image");
   return decode(bytes, path, 3, "image");
 }
 
@@ -84,6 +95,7 @@ void check_label_format(const ImageHeader& header, const std::string& path) {
 
 Image decode_label(const std::vector<uint8_t>& bytes, const std::string& path) {
   // Check the file's own format first: stb would happily convert a palette or RGB PNG to grey.
+  guard_jpeg(bytes.data(), bytes.size(), false, path, "label");
   ImageHeader header;
   const int size = checked_size(bytes.size(), path);
   if (!stbi_info_from_memory(bytes.data(), size, &header.width, &header.height, &header.channels))
@@ -110,6 +122,22 @@ const stbi_io_callbacks kFileCallbacks = {file_read, file_skip, file_eof};
 ImageHeader read_image_header(const std::string& path, const char* what) {
   std::FILE* f = std::fopen(path.c_str(), "rb");
   if (!f) throw file_open_error(path, what, errno);
+  // A JPEG's segments up to the frame header first (data/jpeg_check.h): usually a few KB, more with
+  // big EXIF or ICC blocks, so read more only while the walk needs it.
+  std::vector<uint8_t> head(1 << 16);
+  head.resize(std::fread(head.data(), 1, head.size(), f));
+  for (;;) {
+    const JpegCheck c = check_jpeg_for_stb(head.data(), head.size(), true);
+    if (!c.problem.empty()) {
+      std::fclose(f);
+      guard_jpeg(head.data(), head.size(), true, path, what);
+    }
+    if (!c.incomplete || std::feof(f) || std::ferror(f)) break;
+    const size_t had = head.size();
+    head.resize(had * 2);
+    head.resize(had + std::fread(head.data() + had, 1, head.size() - had, f));
+  }
+  std::rewind(f);
   ImageHeader h;
   const bool ok = stbi_info_from_callbacks(&kFileCallbacks, f, &h.width, &h.height, &h.channels) != 0;
   if (ok) {

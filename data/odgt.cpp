@@ -68,8 +68,9 @@ OdgtList parse_odgt(const std::string& text, const std::string& path, const Odgt
     json obj;
     try {
       obj = json::parse(line);
-    } catch (const json::parse_error& e) {
-      // nlohmann's message starts with "[json.exception.parse_error.101] parse error at ..."; keep the part
+    } catch (const json::exception& e) {
+      // nlohmann's message starts with "[json.exception.parse_error.101] parse error at ..." (or
+      // out_of_range.406 for a number like 1e999, which is no parse_error); keep the part
       // after the id, which says where and why.
       std::string why = e.what();
       const size_t bracket = why.find("] ");

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -109,6 +110,33 @@ bool parse_double(const std::string& text, double& out) {
   return v.has_value();
 }
 
+// Well-formed UTF-8 (RFC 3629: no overlong forms, no surrogates, at most U+10FFFF). Every config is
+// written out as JSON (config.json, the train state), and JSON text must be UTF-8: a value that is not
+// would make that write fail after training started (found by the config fuzz targets).
+bool is_utf8(const std::string& s) {
+  size_t i = 0;
+  while (i < s.size()) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    size_t len = 0;
+    uint32_t cp = 0;
+    if (c < 0x80) len = 1, cp = c;
+    else if ((c & 0xE0) == 0xC0) len = 2, cp = c & 0x1F;
+    else if ((c & 0xF0) == 0xE0) len = 3, cp = c & 0x0F;
+    else if ((c & 0xF8) == 0xF0) len = 4, cp = c & 0x07;
+    else return false;
+    if (i + len > s.size()) return false;
+    for (size_t k = 1; k < len; ++k) {
+      const auto cc = static_cast<unsigned char>(s[i + k]);
+      if ((cc & 0xC0) != 0x80) return false;
+      cp = (cp << 6) | (cc & 0x3F);
+    }
+    static constexpr uint32_t kMin[5] = {0, 0, 0x80, 0x800, 0x10000};
+    if (cp < kMin[len] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
+    i += len;
+  }
+  return true;
+}
+
 // `exact`: a JSON string, taken as it is; otherwise text from an override or a YAML scalar, which
 // yacs would literal_eval (surrounding blanks dropped, "'abc'" and "\"abc\"" mean abc).
 void assign(const Entry& e, const std::string& raw, const std::string& origin, bool exact = false) {
@@ -119,6 +147,12 @@ void assign(const Entry& e, const std::string& raw, const std::string& origin, b
       [&](auto* field) {
         using F = std::remove_pointer_t<decltype(field)>;
         if constexpr (std::is_same_v<F, std::string>) {
+          if (!is_utf8(value))
+            throw Error(ErrorKind::usage, str("config key ", e.key, ": the value is not UTF-8 text"))
+                .key(e.key)
+                .with("from", origin)
+                .hint("config values are recorded as JSON (config.json, the train state); rename the path or "
+                      "pass it as UTF-8");
           *field = value;
         } else if constexpr (std::is_same_v<F, int64_t>) {
           if (!parse_int(value, *field)) bad_value(e.key, value, origin, "an integer");
@@ -338,7 +372,7 @@ Config load_config_text(const std::string& text, ConfigFormat format, const std:
     nlohmann::json j;
     try {
       j = nlohmann::json::parse(text);
-    } catch (const nlohmann::json::parse_error& e) {
+    } catch (const nlohmann::json::exception& e) {
       throw Error(ErrorKind::usage, str("cannot parse JSON: ", e.what())).file(origin);
     }
     if (!j.is_object()) throw Error(ErrorKind::usage, "config must be a JSON object").file(origin);
