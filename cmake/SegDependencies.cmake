@@ -18,4 +18,16 @@ if(SEG_MPI)
   find_package(MPI REQUIRED COMPONENTS CXX)
 endif()
 
+# ONNX (Debian's libonnx-dev: the protobuf classes and the checker) for `segtrain export`. Without it
+# the command exists and says how to get it.
+find_package(ONNX CONFIG QUIET)
+if(ONNX_FOUND OR TARGET onnx)
+  find_package(Protobuf REQUIRED)
+  set(SEG_HAVE_ONNX ON)
+  set(SEG_ONNX_SUMMARY "ON (libonnx ${ONNX_VERSION}: segtrain export)")
+else()
+  set(SEG_HAVE_ONNX OFF)
+  set(SEG_ONNX_SUMMARY "OFF (install libonnx-dev for segtrain export)")
+endif()
+
 set(SEG_BLAS_SUMMARY "own blocked GEMM (see docs/performance.md)")

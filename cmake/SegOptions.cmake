@@ -50,6 +50,9 @@ if(SEG_CUDA)
   set(CMAKE_CUDA_ARCHITECTURES "${SEG_CUDA_ARCHITECTURES}")
   # CMake 3.25 does not know nvcc's C++20 flag, so pass it directly (nvcc 12+ accepts it).
   set(CMAKE_CUDA_FLAGS "${CMAKE_CUDA_FLAGS} -std=c++20")
+  # ... and with CMAKE_CXX_STANDARD_REQUIRED, CMake would also require a "CUDA20" dialect it has no
+  # flag for, and refuse to generate any target with .cu sources.
+  set(CMAKE_CUDA_STANDARD_REQUIRED OFF)
   enable_language(CUDA)
 else()
   set(SEG_CUDNN OFF CACHE BOOL "" FORCE)
@@ -134,6 +137,7 @@ function(seg_print_summary)
   message(STATUS "  NCCL              : not implemented yet (issue 16)")
   message(STATUS "  MPI               : not implemented yet (issue 16)")
   message(STATUS "  BLAS              : ${SEG_BLAS_SUMMARY}")
+  message(STATUS "  ONNX export       : ${SEG_ONNX_SUMMARY}")
   message(STATUS "  sanitizers        : '${SEG_SANITIZE}'")
   message(STATUS "  ccache            : ${SEG_CCACHE}")
   message(STATUS "  tests             : ${SEG_BUILD_TESTS}  werror=${SEG_WERROR}")

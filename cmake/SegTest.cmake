@@ -2,14 +2,21 @@
 #
 # One doctest executable per folder and label. Each becomes a CTest test with that label and
 # SKIP_RETURN_CODE 77 (GPU/MPI suites exit 77 when there is nothing to run on, and CTest reports
-# them as skipped, never as passed). Test cases decorated with doctest::test_suite("slow") are split
-# into a second CTest test <exe>_slow labelled `slow` (only when a source contains such a case), so
-# `ctest -LE slow` is the fast subset.
+# them as skipped, never as passed). Besides the main test, the executable's cases are split into
+# further CTest tests, found by reading the sources:
+#   * cases decorated with doctest::test_suite("slow") form <exe>_slow, labelled `slow` too, so
+#     `ctest -LE slow` is the fast subset;
+#   * cases decorated with SEG_REQUIRES(name) (tests/common/requirement.h: AVX-512, the CUDA
+#     headers, ...) form <exe>_<name>, which runs `--seg-require=name` and exits 77 (Skipped)
+#     where the requirement is not met, so a path that did not run shows in ctest's output and in
+#     the label summary.
+# The main test excludes both kinds.
 include_guard(GLOBAL)
 
 function(seg_add_test)
   cmake_parse_arguments(T "" "NAME;LABEL" "SOURCES;LIBS" ${ARGN})
   set(T_SLOW_SUITE OFF)
+  set(T_REQUIRES "")
   foreach(src ${T_SOURCES})
     file(READ ${src} _text)
     set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${src})
@@ -17,16 +24,33 @@ function(seg_add_test)
     if(_pos GREATER -1)
       set(T_SLOW_SUITE ON)
     endif()
+    string(REGEX MATCHALL "SEG_REQUIRES\\(([a-z0-9_]+)\\)" _reqs "${_text}")
+    foreach(_r ${_reqs})
+      string(REGEX REPLACE "SEG_REQUIRES\\(([a-z0-9_]+)\\)" "\\1" _r "${_r}")
+      list(APPEND T_REQUIRES ${_r})
+    endforeach()
   endforeach()
+  list(REMOVE_DUPLICATES T_REQUIRES)
   add_executable(${T_NAME} ${T_SOURCES} ${PROJECT_SOURCE_DIR}/tests/test_main.cpp)
   target_link_libraries(${T_NAME} PRIVATE ${T_LIBS} doctest::doctest seg_flags)
   target_compile_definitions(${T_NAME} PRIVATE SEG_TEST_LABEL="${T_LABEL}"
     SEG_SOURCE_DIR="${PROJECT_SOURCE_DIR}" SEG_BINARY_DIR="${CMAKE_BINARY_DIR}")
+  set(_exclude "")
   if(T_SLOW_SUITE)
-    add_test(NAME ${T_NAME} COMMAND ${T_NAME} --test-suite-exclude=slow)
+    set(_exclude "slow")
     add_test(NAME ${T_NAME}_slow COMMAND ${T_NAME} --test-suite=slow)
     set_tests_properties(${T_NAME}_slow PROPERTIES LABELS "slow;${T_LABEL}" SKIP_RETURN_CODE 77
       WORKING_DIRECTORY ${CMAKE_BINARY_DIR})
+  endif()
+  foreach(_r ${T_REQUIRES})
+    list(APPEND _exclude "requires:${_r}")
+    add_test(NAME ${T_NAME}_${_r} COMMAND ${T_NAME} --test-suite=requires:${_r} --seg-require=${_r})
+    set_tests_properties(${T_NAME}_${_r} PROPERTIES LABELS "${T_LABEL}" SKIP_RETURN_CODE 77
+      WORKING_DIRECTORY ${CMAKE_BINARY_DIR})
+  endforeach()
+  if(_exclude)
+    string(REPLACE ";" "," _exclude "${_exclude}")
+    add_test(NAME ${T_NAME} COMMAND ${T_NAME} --test-suite-exclude=${_exclude})
   else()
     add_test(NAME ${T_NAME} COMMAND ${T_NAME})
   endif()

@@ -5,6 +5,7 @@
 #include <queue>
 #include <unordered_map>
 
+#include "core/op_observer.h"
 #include "kernels/cpu/elementwise.h"
 
 namespace seg {
@@ -86,6 +87,7 @@ Edge gradient_edge(const Tensor& t) {
 
 std::shared_ptr<Node> record(const char* op, const std::vector<Tensor>& inputs, const std::vector<Tensor>& outputs,
                              BackwardFn backward) {
+  if (op_observers_installed()) notify_op_forward(op, inputs, outputs);
   if (!any_requires_grad(inputs)) return nullptr;
   auto node = std::make_shared<Node>(op, static_cast<int>(outputs.size()));
   node->next_.reserve(inputs.size());

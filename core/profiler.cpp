@@ -1,8 +1,11 @@
 #include "core/profiler.h"
 
 #include <atomic>
+#include <cstring>
 #include <map>
 #include <mutex>
+
+#include "core/op_observer.h"
 
 namespace seg::prof {
 
@@ -27,14 +30,29 @@ void reset() {
   g_index.clear();
 }
 
+namespace {
+thread_local Scope* tls_innermost = nullptr;  // innermost described scope
+}  // namespace
+
+const nlohmann::json* current_args(const char* op) {
+  for (const Scope* s = tls_innermost; s != nullptr; s = s->outer()) {
+    if (std::strcmp(s->op(), op) == 0) return &s->args();
+  }
+  return nullptr;
+}
+
 Scope::Scope(const char* op, const char* phase, const std::function<nlohmann::json()>& args)
     : active_(enabled()), op_(op), phase_(phase) {
-  if (!active_) return;
+  if (!active_ && !op_observers_installed()) return;
   args_ = args();
-  start_ = std::chrono::steady_clock::now();
+  described_ = true;
+  outer_ = tls_innermost;
+  tls_innermost = this;
+  if (active_) start_ = std::chrono::steady_clock::now();
 }
 
 Scope::~Scope() {
+  if (described_) tls_innermost = outer_;
   if (!active_) return;
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
   const std::string key = std::string(op_) + "|" + phase_ + "|" + args_.dump();

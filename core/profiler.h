@@ -31,15 +31,25 @@ struct Entry {
 std::vector<Entry> collect();
 void reset();
 
+// The arguments of the innermost open scope of `op` on this thread, or null. Scopes compute their
+// arguments when profiling is on or an op observer is installed (core/op_observer.h), which is how
+// an observer learns an op's attributes (stride, padding, ...) without a second description.
+const nlohmann::json* current_args(const char* op);
+
 class Scope {
  public:
   Scope(const char* op, const char* phase, const std::function<nlohmann::json()>& args);
   ~Scope();
   Scope(const Scope&) = delete;
   Scope& operator=(const Scope&) = delete;
+  const char* op() const { return op_; }
+  const nlohmann::json& args() const { return args_; }
+  const Scope* outer() const { return outer_; }
 
  private:
   bool active_;
+  bool described_ = false;  // args_ computed (profiling or an observer)
+  Scope* outer_ = nullptr;  // the enclosing described scope on this thread
   const char* op_;
   const char* phase_;
   nlohmann::json args_;

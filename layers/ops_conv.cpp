@@ -38,8 +38,9 @@ cpu::ConvShape conv_shape(const Tensor& x, const Tensor& w, const Conv2dOptions&
   return s;
 }
 
-// The computation for one dtype. f32 runs the fast paths, f64 the direct kernels (the reference
-// for gradient checks); f16/bf16 are widened to f32 for the arithmetic and the result is rounded
+// The computation for one dtype. f32 and f64 run the same paths (kernels/cpu/conv2d_dispatch.cpp:
+// implicit GEMM or depthwise; f64 with a plain double GEMM), so the f64 gradient checks test the
+// production index logic; f16/bf16 are widened to f32 for the arithmetic and the result is rounded
 // once to the storage type (a CPU has no faster half arithmetic; the GPU path uses tensor cores).
 Tensor conv_forward(const cpu::ConvShape& s, const Tensor& x, const Tensor& w, const Tensor& b) {
   if (is_half(x.dtype())) {
@@ -50,8 +51,7 @@ Tensor conv_forward(const cpu::ConvShape& s, const Tensor& x, const Tensor& w, c
   SEG_DISPATCH("conv2d", x.dtype(), x.device(), (DType::f32, DType::f64), [&](auto tag) {
     using T = SEG_TYPE(tag);
     const T* bias = b.defined() ? b.data<T>() : nullptr;
-    if constexpr (std::is_same_v<T, float>) cpu::conv2d_forward_f32(s, x.data<T>(), w.data<T>(), bias, y.data<T>());
-    else cpu::conv2d_forward_direct<T>(s, x.data<T>(), w.data<T>(), bias, y.data<T>());
+    cpu::conv2d_forward<T>(s, x.data<T>(), w.data<T>(), bias, y.data<T>());
   });
   return y;
 }
@@ -61,8 +61,7 @@ Tensor conv_backward_data(const cpu::ConvShape& s, const Tensor& w, const Tensor
   Tensor dx = Tensor::empty({s.N, s.H, s.W, s.C}, w.dtype());
   SEG_DISPATCH("conv2d", w.dtype(), w.device(), (DType::f32, DType::f64), [&](auto tag) {
     using T = SEG_TYPE(tag);
-    if constexpr (std::is_same_v<T, float>) cpu::conv2d_backward_data_f32(s, w.data<T>(), dy.data<T>(), dx.data<T>());
-    else cpu::conv2d_backward_data_direct<T>(s, w.data<T>(), dy.data<T>(), dx.data<T>());
+    cpu::conv2d_backward_data<T>(s, w.data<T>(), dy.data<T>(), dx.data<T>());
   });
   return dx;
 }
@@ -80,8 +79,7 @@ Tensor conv_backward_weight(const cpu::ConvShape& s, const Tensor& x, const Tens
   SEG_DISPATCH("conv2d", x.dtype(), x.device(), (DType::f32, DType::f64), [&](auto tag) {
     using T = SEG_TYPE(tag);
     T* dbias = has_bias ? db.data<T>() : nullptr;
-    if constexpr (std::is_same_v<T, float>) cpu::conv2d_backward_weight_f32(s, x.data<T>(), dy.data<T>(), dw.data<T>(), dbias);
-    else cpu::conv2d_backward_weight_direct<T>(s, x.data<T>(), dy.data<T>(), dw.data<T>(), dbias);
+    cpu::conv2d_backward_weight<T>(s, x.data<T>(), dy.data<T>(), dw.data<T>(), dbias);
   });
   return dw;
 }

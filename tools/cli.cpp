@@ -12,6 +12,7 @@ const std::vector<Command>& commands() {
       {"eval", "evaluate a checkpoint: per-class IoU, mIoU, pixel accuracy (eval.py)", cmd_eval},
       {"predict", "segment images: coloured and class-index PNGs, class ratios (test.py)", cmd_predict},
       {"bench", "time training steps of a model with a per-op table", cmd_bench},
+      {"export", "write a model as one ONNX file, checked (encoder + decoder + softmax)", cmd_export},
       {"data", "check a dataset list, generate the synthetic dataset", cmd_data},
       {"demo", "train a small model on generated data, evaluate it, write predictions", cmd_demo},
       {"info", "build configuration, devices, CPU features", cmd_info},

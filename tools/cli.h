@@ -27,5 +27,6 @@ int cmd_train(const Args& args);
 int cmd_eval(const Args& args);
 int cmd_predict(const Args& args);
 int cmd_bench(const Args& args);
+int cmd_export(const Args& args);
 
 }  // namespace seg::cli

@@ -37,36 +37,30 @@ void channel_reduce(int64_t P, int64_t C, double* out_a, double* out_b, Body bod
 
 template <class T>
 void bn_channel_moments(const T* x, int64_t P, int64_t C, double* mean, double* m2) {
-  // Each chunk: its own mean (pass 1) and squared deviations from it (pass 2, cache-hot). Pass 1
-  // sums x - pivot (the chunk's first value) so the f32 partial sums stay small and exact enough;
-  // pass 2 uses the mean rounded to the arithmetic type, and the exact correction
-  // M2(mean) = M2(center) - n*(mean - center)^2 is applied in double.
+  // Each chunk: its own mean (pass 1) and squared deviations from it (pass 2, cache-hot), both
+  // summed in double whatever the storage, as PyTorch's CPU batch_norm does: a float sum of 512
+  // values drifts by ~sqrt(512) float roundings of the partial sum, which made our float32 running
+  // mean 80x less accurate than PyTorch's on the model goldens (tests/models/test_model_goldens.cpp).
+  // The chunks are merged in a fixed order (Chan et al., below), so results do not depend on threads.
   const int64_t chunks = (P + kPixelChunk - 1) / kPixelChunk;
   std::vector<double> part(static_cast<size_t>(chunks * 2 * C), 0.0);
   parallel_for(0, chunks, 1, [&](int64_t c0, int64_t c1) {
-    std::vector<acc_t<T>> pivot(static_cast<size_t>(C)), s(static_cast<size_t>(C)), d(static_cast<size_t>(C));
+    std::vector<double> s(static_cast<size_t>(C)), d(static_cast<size_t>(C));
     for (int64_t k = c0; k < c1; ++k) {
       const int64_t lo = k * kPixelChunk, hi = std::min(P, (k + 1) * kPixelChunk);
       const double n = static_cast<double>(hi - lo);
-      for (int64_t c = 0; c < C; ++c) pivot[c] = load(x[lo * C + c]);
-      std::fill(s.begin(), s.end(), acc_t<T>(0));
-      std::fill(d.begin(), d.end(), acc_t<T>(0));
+      std::fill(s.begin(), s.end(), 0.0);
+      std::fill(d.begin(), d.end(), 0.0);
       for (int64_t p = lo; p < hi; ++p)
-        for (int64_t c = 0; c < C; ++c) s[c] += load(x[p * C + c]) - pivot[c];
+        for (int64_t c = 0; c < C; ++c) s[c] += static_cast<double>(load(x[p * C + c]));
       double* out = part.data() + k * 2 * C;
-      for (int64_t c = 0; c < C; ++c) {
-        out[c] = static_cast<double>(pivot[c]) + static_cast<double>(s[c]) / n;  // the chunk mean, in double
-        s[c] = static_cast<acc_t<T>>(out[c]);                                   // the centre for pass 2
-      }
+      for (int64_t c = 0; c < C; ++c) out[c] = s[c] / n;  // the chunk mean
       for (int64_t p = lo; p < hi; ++p)
         for (int64_t c = 0; c < C; ++c) {
-          const acc_t<T> v = load(x[p * C + c]) - s[c];
+          const double v = static_cast<double>(load(x[p * C + c])) - out[c];
           d[c] += v * v;
         }
-      for (int64_t c = 0; c < C; ++c) {
-        const double off = out[c] - static_cast<double>(s[c]);
-        out[C + c] = static_cast<double>(d[c]) - n * off * off;
-      }
+      for (int64_t c = 0; c < C; ++c) out[C + c] = d[c];
     }
   });
   // Chan et al.: merging (n_a, mean_a, M2_a) and (n_b, mean_b, M2_b) gives
@@ -132,6 +126,127 @@ void bn_backward_dx(const T* x, const T* dy, int64_t P, int64_t C, const A* mean
   });
 }
 
+template <class A>
+void bn_finalize(const double* mean_in, const double* m2_in, int64_t C, double M, bool training, double momentum,
+                 double eps, const A* gamma, A* running_mean, A* running_var, A* mean, A* invstd, A* scale) {
+  for (int64_t c = 0; c < C; ++c)
+    bn_finalize_channel<A>(training ? mean_in[c] : 0.0, training ? m2_in[c] : 0.0, M, training, momentum, eps,
+                           gamma[c], running_mean[c], running_var[c], mean[c], invstd[c], scale[c]);
+}
+
+void bn_sync_first(const double* mean, int64_t P, int64_t C, double* sums) {
+  for (int64_t c = 0; c < C; ++c) sums[c] = bn_sync_first_channel(mean[c], P);
+}
+
+void bn_sync_second(const double* sums, double M, int64_t P, int64_t C, double* mean, double* m2) {
+  for (int64_t c = 0; c < C; ++c) bn_sync_second_channel(sums[c], M, P, mean[c], m2[c]);
+}
+
+template <class A>
+void bn_backward_coefficients(const double* sum_dy, const double* sum_dy_xhat, int64_t C, double M, bool training,
+                              const A* gamma, const A* invstd, A* k1, A* k2, A* k3) {
+  for (int64_t c = 0; c < C; ++c)
+    bn_backward_coefficients_channel<A>(sum_dy[c], sum_dy_xhat[c], M, training, gamma[c], invstd[c], k1[c], k2[c],
+                                        k3[c]);
+}
+
+template <class A> void bn_param_grads(const double* sum_dy, const double* sum_dy_xhat, int64_t C, A* dgamma, A* dbeta) {
+  for (int64_t c = 0; c < C; ++c) {
+    dbeta[c] = static_cast<A>(sum_dy[c]);
+    dgamma[c] = static_cast<A>(sum_dy_xhat[c]);
+  }
+}
+
+namespace {
+// The fused variants with the activation as a template argument, so that the inner loops stay
+// branch-free selects like the unfused ones.
+template <BnActivation Act, class T, class A>
+void apply_act_impl(const T* x, int64_t P, int64_t C, const A* mean, const A* scale, const A* beta, T* y) {
+  using F = acc_t<T>;
+  parallel_for(0, P, std::max<int64_t>(1, 16384 / C), [&](int64_t lo, int64_t hi) {
+    for (int64_t p = lo; p < hi; ++p) {
+      const T* xr = x + p * C;
+      T* yr = y + p * C;
+      for (int64_t c = 0; c < C; ++c)
+        yr[c] = store<T>(bn_activate<F>(static_cast<F>((load(xr[c]) - mean[c]) * scale[c] + beta[c]), Act));
+    }
+  });
+}
+
+template <BnActivation Act, class T, class A>
+void backward_sums_act_impl(const T* x, const T* y, const T* dy, int64_t P, int64_t C, const A* mean, const A* invstd,
+                            double* sum_dy, double* sum_dy_xhat) {
+  using F = acc_t<T>;
+  channel_reduce(P, C, sum_dy, sum_dy_xhat, [&](int64_t lo, int64_t hi, double* s, double* s2) {
+    std::vector<F> a(static_cast<size_t>(C), 0), b(static_cast<size_t>(C), 0);
+    for (int64_t p = lo; p < hi; ++p) {
+      const T* xr = x + p * C;
+      const T* yr = y + p * C;
+      const T* gr = dy + p * C;
+      for (int64_t c = 0; c < C; ++c) {
+        const F g = bn_activation_passes<F>(load(yr[c]), Act) ? load(gr[c]) : F(0);
+        a[c] += g;
+        b[c] += g * static_cast<F>((load(xr[c]) - mean[c]) * invstd[c]);
+      }
+    }
+    for (int64_t c = 0; c < C; ++c) {
+      s[c] += static_cast<double>(a[c]);
+      s2[c] += static_cast<double>(b[c]);
+    }
+  });
+}
+
+template <BnActivation Act, class T, class A>
+void backward_dx_act_impl(const T* x, const T* y, const T* dy, int64_t P, int64_t C, const A* mean, const A* k1,
+                          const A* k2, const A* k3, T* dx) {
+  using F = acc_t<T>;
+  parallel_for(0, P, std::max<int64_t>(1, 16384 / C), [&](int64_t lo, int64_t hi) {
+    for (int64_t p = lo; p < hi; ++p) {
+      const T* xr = x + p * C;
+      const T* yr = y + p * C;
+      const T* gr = dy + p * C;
+      T* dr = dx + p * C;
+      for (int64_t c = 0; c < C; ++c) {
+        const F g = bn_activation_passes<F>(load(yr[c]), Act) ? load(gr[c]) : F(0);
+        dr[c] = store<T>(static_cast<F>(k1[c] * g + k2[c] * (load(xr[c]) - mean[c]) + k3[c]));
+      }
+    }
+  });
+}
+}  // namespace
+
+template <class T, class A>
+void bn_apply_act(const T* x, int64_t P, int64_t C, const A* mean, const A* scale, const A* beta, BnActivation act,
+                  T* y) {
+  switch (act) {
+    case BnActivation::none: return bn_apply<T, A>(x, P, C, mean, scale, beta, y);
+    case BnActivation::relu: return apply_act_impl<BnActivation::relu>(x, P, C, mean, scale, beta, y);
+    case BnActivation::relu6: return apply_act_impl<BnActivation::relu6>(x, P, C, mean, scale, beta, y);
+  }
+}
+
+template <class T, class A>
+void bn_backward_sums_act(const T* x, const T* y, const T* dy, int64_t P, int64_t C, const A* mean, const A* invstd,
+                          BnActivation act, double* sum_dy, double* sum_dy_xhat) {
+  switch (act) {
+    case BnActivation::none: return bn_backward_sums<T, A>(x, dy, P, C, mean, invstd, sum_dy, sum_dy_xhat);
+    case BnActivation::relu:
+      return backward_sums_act_impl<BnActivation::relu>(x, y, dy, P, C, mean, invstd, sum_dy, sum_dy_xhat);
+    case BnActivation::relu6:
+      return backward_sums_act_impl<BnActivation::relu6>(x, y, dy, P, C, mean, invstd, sum_dy, sum_dy_xhat);
+  }
+}
+
+template <class T, class A>
+void bn_backward_dx_act(const T* x, const T* y, const T* dy, int64_t P, int64_t C, const A* mean, const A* k1,
+                        const A* k2, const A* k3, BnActivation act, T* dx) {
+  switch (act) {
+    case BnActivation::none: return bn_backward_dx<T, A>(x, dy, P, C, mean, k1, k2, k3, dx);
+    case BnActivation::relu: return backward_dx_act_impl<BnActivation::relu>(x, y, dy, P, C, mean, k1, k2, k3, dx);
+    case BnActivation::relu6: return backward_dx_act_impl<BnActivation::relu6>(x, y, dy, P, C, mean, k1, k2, k3, dx);
+  }
+}
+
 template <class T, class A>
 void bn_forward_ref(const T* x, int64_t P, int64_t C, const A* gamma, const A* beta, const A* mean_in,
                     const A* var_in, bool train, double eps, T* y, double* mean_out, double* var_out) {
@@ -162,11 +277,24 @@ void bn_forward_ref(const T* x, int64_t P, int64_t C, const A* gamma, const A* b
   template void bn_channel_moments<T>(const T*, int64_t, int64_t, double*, double*);                          \
   template void bn_apply<T, A>(const T*, int64_t, int64_t, const A*, const A*, const A*, T*);                 \
   template void bn_backward_sums<T, A>(const T*, const T*, int64_t, int64_t, const A*, const A*, double*, double*); \
-  template void bn_backward_dx<T, A>(const T*, const T*, int64_t, int64_t, const A*, const A*, const A*, const A*, T*);
+  template void bn_backward_dx<T, A>(const T*, const T*, int64_t, int64_t, const A*, const A*, const A*, const A*, T*); \
+  template void bn_apply_act<T, A>(const T*, int64_t, int64_t, const A*, const A*, const A*, BnActivation, T*);    \
+  template void bn_backward_sums_act<T, A>(const T*, const T*, const T*, int64_t, int64_t, const A*, const A*,        \
+                                           BnActivation, double*, double*);                                          \
+  template void bn_backward_dx_act<T, A>(const T*, const T*, const T*, int64_t, int64_t, const A*, const A*,          \
+                                         const A*, const A*, BnActivation, T*);
 SEG_INSTANTIATE_BN(float, float)
 SEG_INSTANTIATE_BN(double, double)
 SEG_INSTANTIATE_BN(f16, float)
 SEG_INSTANTIATE_BN(bf16, float)
+#define SEG_INSTANTIATE_BN_CHANNEL(A)                                                                          \
+  template void bn_finalize<A>(const double*, const double*, int64_t, double, bool, double, double, const A*, A*, A*, \
+                               A*, A*, A*);                                                                         \
+  template void bn_backward_coefficients<A>(const double*, const double*, int64_t, double, bool, const A*, const A*,  \
+                                            A*, A*, A*);                                                            \
+  template void bn_param_grads<A>(const double*, const double*, int64_t, A*, A*);
+SEG_INSTANTIATE_BN_CHANNEL(float)
+SEG_INSTANTIATE_BN_CHANNEL(double)
 template void bn_forward_ref<float, float>(const float*, int64_t, int64_t, const float*, const float*, const float*,
                                            const float*, bool, double, float*, double*, double*);
 template void bn_forward_ref<double, double>(const double*, int64_t, int64_t, const double*, const double*,

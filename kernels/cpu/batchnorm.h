@@ -20,11 +20,20 @@
 // (float, or double when T is double). Sums accumulate in double over fixed pixel chunks, so the
 // result does not depend on the thread count. Memory traffic: train forward reads x twice (sums,
 // normalise) and writes y; backward reads x and dy twice and writes dx.
+//
+// The per-channel steps between the passes (finalize, backward coefficients) and the fused
+// activation of BN+ReLU(6) are kernels/common/batchnorm_math.h, shared with the CUDA kernels; the
+// functions below that take C and per-channel arrays apply them channel by channel. The CUDA twins
+// (kernels/cuda/batchnorm.h) have the same names and arguments plus scratch and a stream.
 #pragma once
 
 #include <cstdint>
 
+#include "kernels/common/batchnorm_math.h"
+
 namespace seg::cpu {
+
+using ::seg::BnActivation;
 
 // mean[c] and M2[c] = sum (x - mean)^2 over P pixels.
 template <class T> void bn_channel_moments(const T* x, int64_t P, int64_t C, double* mean, double* m2);
@@ -45,6 +54,43 @@ void bn_backward_sums(const T* x, const T* dy, int64_t P, int64_t C, const A* me
 template <class T, class A>
 void bn_backward_dx(const T* x, const T* dy, int64_t P, int64_t C, const A* mean, const A* k1, const A* k2, const A* k3,
                     T* dx);
+
+// mean/invstd/scale (and, in train mode, the running statistics) from the moments of M values per
+// channel (kernels/common/batchnorm_math.h). In eval mode mean_in and m2_in are not read (may be null).
+template <class A>
+void bn_finalize(const double* mean_in, const double* m2_in, int64_t C, double M, bool training, double momentum,
+                 double eps, const A* gamma, A* running_mean, A* running_var, A* mean, A* invstd, A* scale);
+
+// SyncBN between bn_channel_moments and bn_finalize, in two all-reduces that keep the precision of
+// the local moments (the op layer's reducer sums the buffers over ranks in between):
+//   bn_sync_first:  sums[c] = mean[c]*P                     (all-reduce sums; the counts give M)
+//   bn_sync_second: global = sums[c]/M; m2[c] += P*(mean[c] - global)^2; mean[c] = global
+//                                                           (all-reduce m2: the global M2)
+void bn_sync_first(const double* mean, int64_t P, int64_t C, double* sums);
+void bn_sync_second(const double* sums, double M, int64_t P, int64_t C, double* mean, double* m2);
+
+// k1, k2, k3 of bn_backward_dx from the (possibly all-reduced) sums.
+template <class A>
+void bn_backward_coefficients(const double* sum_dy, const double* sum_dy_xhat, int64_t C, double M, bool training,
+                              const A* gamma, const A* invstd, A* k1, A* k2, A* k3);
+
+// dbeta = sum_dy, dgamma = sum_dy_xhat, rounded to A (this rank's parameter gradients).
+template <class A> void bn_param_grads(const double* sum_dy, const double* sum_dy_xhat, int64_t C, A* dgamma, A* dbeta);
+
+// BN fused with the activation that follows it in the model (BN+ReLU in ResNet, PPM and the C1
+// heads, BN+ReLU6 in MobileNetV2): y = act((x - mean)*scale + beta). The backward of the pair runs
+// the BN backward on dy masked by the activation's gradient, read from y (the fused op's output):
+// dy' = act passes at y ? dy : 0. With act = none they are bn_apply, bn_backward_sums, bn_backward_dx
+// (y is then not read and may be null).
+template <class T, class A>
+void bn_apply_act(const T* x, int64_t P, int64_t C, const A* mean, const A* scale, const A* beta, BnActivation act,
+                  T* y);
+template <class T, class A>
+void bn_backward_sums_act(const T* x, const T* y, const T* dy, int64_t P, int64_t C, const A* mean, const A* invstd,
+                          BnActivation act, double* sum_dy, double* sum_dy_xhat);
+template <class T, class A>
+void bn_backward_dx_act(const T* x, const T* y, const T* dy, int64_t P, int64_t C, const A* mean, const A* k1,
+                        const A* k2, const A* k3, BnActivation act, T* dx);
 
 // Reference forward (train or eval) in double, written straight from the definition.
 template <class T, class A>

@@ -65,29 +65,32 @@ template <class T> void conv2d_forward_ref(const ConvShape& s, const T* x, const
 template <class T>
 void conv2d_backward_ref(const ConvShape& s, const T* x, const T* w, const T* dy, T* dx, T* dw, T* db);
 
-// Implicit-GEMM versions (float only; kernels/cpu/conv2d_gemm.cpp): the fast path for dense and
-// grouped convolutions. Outputs are overwritten.
-void conv2d_forward_gemm(const ConvShape& s, const float* x, const float* w, const float* b, float* y);
-void conv2d_backward_data_gemm(const ConvShape& s, const float* w, const float* dy, float* dx);
-void conv2d_backward_weight_gemm(const ConvShape& s, const float* x, const float* dy, float* dw, float* db);
+// Implicit-GEMM versions (kernels/cpu/conv2d_gemm.cpp): the fast path for dense and grouped
+// convolutions. T = float (SIMD GEMM) or double (the same packers, a plain double GEMM). Outputs are
+// overwritten.
+template <class T> void conv2d_forward_gemm(const ConvShape& s, const T* x, const T* w, const T* b, T* y);
+template <class T> void conv2d_backward_data_gemm(const ConvShape& s, const T* w, const T* dy, T* dx);
+template <class T> void conv2d_backward_weight_gemm(const ConvShape& s, const T* x, const T* dy, T* dw, T* db);
 
-// Depthwise versions (groups == C == O), float only (kernels/cpu/conv2d_depthwise.cpp).
+// Depthwise versions (groups == C == O; kernels/cpu/conv2d_depthwise.cpp), T = float or double.
 bool conv2d_is_depthwise(const ConvShape& s);
-void conv2d_forward_depthwise(const ConvShape& s, const float* x, const float* w, const float* b, float* y);
-void conv2d_backward_data_depthwise(const ConvShape& s, const float* w, const float* dy, float* dx);
-void conv2d_backward_weight_depthwise(const ConvShape& s, const float* x, const float* dy, float* dw, float* db);
+template <class T> void conv2d_forward_depthwise(const ConvShape& s, const T* x, const T* w, const T* b, T* y);
+template <class T> void conv2d_backward_data_depthwise(const ConvShape& s, const T* w, const T* dy, T* dx);
+template <class T>
+void conv2d_backward_weight_depthwise(const ConvShape& s, const T* x, const T* dy, T* dw, T* db);
 
-// Which implementation conv2d uses for f32 (f64 always runs the direct kernels, the reference for
-// gradient checks). `automatic` picks depthwise or GEMM by shape; the others force one path (tests,
-// benchmarks). Set through set_conv_algo() or the environment variable SEG_CONV_ALGO.
+// Which implementation conv2d uses, for float32 and float64 alike (so the float64 gradient checks and
+// golden runs exercise the production index logic). `automatic` picks depthwise or GEMM by shape;
+// the others force one path (tests, benchmarks). Set through set_conv_algo() or the environment
+// variable SEG_CONV_ALGO.
 enum class ConvAlgo { automatic, direct, gemm, depthwise };
 ConvAlgo conv_algo();
 void set_conv_algo(ConvAlgo algo);
 
-// The float32 entry points the conv op calls: the one place that picks the algorithm.
-void conv2d_forward_f32(const ConvShape& s, const float* x, const float* w, const float* b, float* y);
-void conv2d_backward_data_f32(const ConvShape& s, const float* w, const float* dy, float* dx);
-void conv2d_backward_weight_f32(const ConvShape& s, const float* x, const float* dy, float* dw, float* db);
+// The entry points the conv op calls (T = float or double): the one place that picks the algorithm.
+template <class T> void conv2d_forward(const ConvShape& s, const T* x, const T* w, const T* b, T* y);
+template <class T> void conv2d_backward_data(const ConvShape& s, const T* w, const T* dy, T* dx);
+template <class T> void conv2d_backward_weight(const ConvShape& s, const T* x, const T* dy, T* dw, T* db);
 
 // Direct (vectorised, threaded) versions.
 template <class T> void conv2d_forward_direct(const ConvShape& s, const T* x, const T* w, const T* b, T* y);

@@ -1,4 +1,5 @@
-// Depthwise convolution (groups == C == O, one filter per channel), float32: MobileNetV2's 3x3 convs
+// Depthwise convolution (groups == C == O, one filter per channel), float32 (and float64, the same
+// loops, for gradient checks and the float64 golden runs): MobileNetV2's 3x3 convs
 // (stride 1 or 2, dilation 1, 2 or 4 after upstream's dilation conversion).
 //
 //   y[n,ho,wo,c] = b[c] + sum_{kh,kw} x[n, ho*s-p+kh*d, wo*s-p+kw*d, c] * w[c, kh, kw]
@@ -17,9 +18,10 @@
 namespace seg::cpu {
 
 namespace {
-std::vector<float> transpose_taps(const ConvShape& s, const float* w) {
+template <class T>
+std::vector<T> transpose_taps(const ConvShape& s, const T* w) {
   const int64_t taps = s.KH * s.KW;
-  std::vector<float> wt(static_cast<size_t>(taps * s.C));
+  std::vector<T> wt(static_cast<size_t>(taps * s.C));
   for (int64_t c = 0; c < s.C; ++c)
     for (int64_t t = 0; t < taps; ++t) wt[t * s.C + c] = w[c * taps + t];
   return wt;
@@ -28,19 +30,20 @@ std::vector<float> transpose_taps(const ConvShape& s, const float* w) {
 
 bool conv2d_is_depthwise(const ConvShape& s) { return s.groups == s.C && s.O == s.C && s.groups > 1; }
 
-void conv2d_forward_depthwise(const ConvShape& s, const float* x, const float* w, const float* b, float* y) {
+template <class T>
+void conv2d_forward_depthwise(const ConvShape& s, const T* x, const T* w, const T* b, T* y) {
   const int64_t Ho = s.Ho(), Wo = s.Wo(), C = s.C;
-  const std::vector<float> wt = transpose_taps(s, w);
+  const std::vector<T> wt = transpose_taps(s, w);
   parallel_for(0, s.N * Ho, 1, [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
       const int64_t n = r / Ho, ho = r % Ho;
       for (int64_t wo = 0; wo < Wo; ++wo) {
-        float* out = y + (r * Wo + wo) * C;
+        T* out = y + (r * Wo + wo) * C;
         if (b) std::copy(b, b + C, out);
-        else std::fill(out, out + C, 0.0f);
+        else std::fill(out, out + C, T(0));
         for_each_input_tap(s, ho, wo, [&](int64_t kh, int64_t kw, int64_t h, int64_t wi) {
-          const float* in = x + ((n * s.H + h) * s.W + wi) * C;
-          const float* k = wt.data() + (kh * s.KW + kw) * C;
+          const T* in = x + ((n * s.H + h) * s.W + wi) * C;
+          const T* k = wt.data() + (kh * s.KW + kw) * C;
           for (int64_t c = 0; c < C; ++c) out[c] += in[c] * k[c];
         });
       }
@@ -48,18 +51,19 @@ void conv2d_forward_depthwise(const ConvShape& s, const float* x, const float* w
   });
 }
 
-void conv2d_backward_data_depthwise(const ConvShape& s, const float* w, const float* dy, float* dx) {
+template <class T>
+void conv2d_backward_data_depthwise(const ConvShape& s, const T* w, const T* dy, T* dx) {
   const int64_t Ho = s.Ho(), Wo = s.Wo(), C = s.C;
-  const std::vector<float> wt = transpose_taps(s, w);
+  const std::vector<T> wt = transpose_taps(s, w);
   parallel_for(0, s.N * s.H, 1, [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
       const int64_t n = r / s.H, h = r % s.H;
       for (int64_t wi = 0; wi < s.W; ++wi) {
-        float* out = dx + (r * s.W + wi) * C;
-        std::fill(out, out + C, 0.0f);
+        T* out = dx + (r * s.W + wi) * C;
+        std::fill(out, out + C, T(0));
         for_each_output_reading(s, h, wi, [&](int64_t kh, int64_t kw, int64_t ho, int64_t wo) {
-          const float* g = dy + ((n * Ho + ho) * Wo + wo) * C;
-          const float* k = wt.data() + (kh * s.KW + kw) * C;
+          const T* g = dy + ((n * Ho + ho) * Wo + wo) * C;
+          const T* k = wt.data() + (kh * s.KW + kw) * C;
           for (int64_t c = 0; c < C; ++c) out[c] += g[c] * k[c];
         });
       }
@@ -67,20 +71,21 @@ void conv2d_backward_data_depthwise(const ConvShape& s, const float* w, const fl
   });
 }
 
-void conv2d_backward_weight_depthwise(const ConvShape& s, const float* x, const float* dy, float* dw, float* db) {
+template <class T>
+void conv2d_backward_weight_depthwise(const ConvShape& s, const T* x, const T* dy, T* dw, T* db) {
   const int64_t Ho = s.Ho(), Wo = s.Wo(), C = s.C, taps = s.KH * s.KW;
   // Each thread owns a slice of channels over every pixel: race-free and order-stable.
   parallel_for(0, C, 16, [&](int64_t c0, int64_t c1) {
     const int64_t width = c1 - c0;
-    std::vector<float> acc(static_cast<size_t>(taps * width), 0.0f), bias(static_cast<size_t>(width), 0.0f);
+    std::vector<T> acc(static_cast<size_t>(taps * width), T(0)), bias(static_cast<size_t>(width), T(0));
     for (int64_t n = 0; n < s.N; ++n)
       for (int64_t ho = 0; ho < Ho; ++ho)
         for (int64_t wo = 0; wo < Wo; ++wo) {
-          const float* g = dy + ((n * Ho + ho) * Wo + wo) * C + c0;
+          const T* g = dy + ((n * Ho + ho) * Wo + wo) * C + c0;
           for (int64_t c = 0; c < width; ++c) bias[c] += g[c];
           for_each_input_tap(s, ho, wo, [&](int64_t kh, int64_t kw, int64_t h, int64_t wi) {
-            const float* in = x + ((n * s.H + h) * s.W + wi) * C + c0;
-            float* a = acc.data() + (kh * s.KW + kw) * width;
+            const T* in = x + ((n * s.H + h) * s.W + wi) * C + c0;
+            T* a = acc.data() + (kh * s.KW + kw) * width;
             for (int64_t c = 0; c < width; ++c) a[c] += g[c] * in[c];
           });
         }
@@ -91,5 +96,13 @@ void conv2d_backward_weight_depthwise(const ConvShape& s, const float* x, const 
       for (int64_t c = 0; c < width; ++c) db[c0 + c] = bias[c];
   });
 }
+
+#define SEG_CONV_DEPTHWISE_INSTANTIATE(T)                                                             \
+  template void conv2d_forward_depthwise<T>(const ConvShape&, const T*, const T*, const T*, T*);      \
+  template void conv2d_backward_data_depthwise<T>(const ConvShape&, const T*, const T*, T*);          \
+  template void conv2d_backward_weight_depthwise<T>(const ConvShape&, const T*, const T*, T*, T*);
+SEG_CONV_DEPTHWISE_INSTANTIATE(float)
+SEG_CONV_DEPTHWISE_INSTANTIATE(double)
+#undef SEG_CONV_DEPTHWISE_INSTANTIATE
 
 }  // namespace seg::cpu

@@ -1,4 +1,4 @@
-// The one place that chooses how a float32 convolution runs on the CPU.
+// The one place that chooses how a convolution runs on the CPU, float32 and float64 alike.
 //   depthwise (groups == C == O)  -> conv2d_depthwise.cpp (vector loops over channels)
 //   everything else               -> conv2d_gemm.cpp (implicit GEMM)
 // SEG_CONV_ALGO=direct|gemm|depthwise|auto (or set_conv_algo) forces a path for tests and benchmarks;
@@ -34,28 +34,39 @@ ConvAlgo pick(const ConvShape& s) {
 ConvAlgo conv_algo() { return static_cast<ConvAlgo>(algo_state().load(std::memory_order_relaxed)); }
 void set_conv_algo(ConvAlgo algo) { algo_state().store(static_cast<int>(algo), std::memory_order_relaxed); }
 
-void conv2d_forward_f32(const ConvShape& s, const float* x, const float* w, const float* b, float* y) {
+template <class T>
+void conv2d_forward(const ConvShape& s, const T* x, const T* w, const T* b, T* y) {
   switch (pick(s)) {
-    case ConvAlgo::depthwise: return conv2d_forward_depthwise(s, x, w, b, y);
-    case ConvAlgo::gemm: return conv2d_forward_gemm(s, x, w, b, y);
-    default: return conv2d_forward_direct<float>(s, x, w, b, y);
+    case ConvAlgo::depthwise: return conv2d_forward_depthwise<T>(s, x, w, b, y);
+    case ConvAlgo::gemm: return conv2d_forward_gemm<T>(s, x, w, b, y);
+    default: return conv2d_forward_direct<T>(s, x, w, b, y);
   }
 }
 
-void conv2d_backward_data_f32(const ConvShape& s, const float* w, const float* dy, float* dx) {
+template <class T>
+void conv2d_backward_data(const ConvShape& s, const T* w, const T* dy, T* dx) {
   switch (pick(s)) {
-    case ConvAlgo::depthwise: return conv2d_backward_data_depthwise(s, w, dy, dx);
-    case ConvAlgo::gemm: return conv2d_backward_data_gemm(s, w, dy, dx);
-    default: return conv2d_backward_data_direct<float>(s, w, dy, dx);
+    case ConvAlgo::depthwise: return conv2d_backward_data_depthwise<T>(s, w, dy, dx);
+    case ConvAlgo::gemm: return conv2d_backward_data_gemm<T>(s, w, dy, dx);
+    default: return conv2d_backward_data_direct<T>(s, w, dy, dx);
   }
 }
 
-void conv2d_backward_weight_f32(const ConvShape& s, const float* x, const float* dy, float* dw, float* db) {
+template <class T>
+void conv2d_backward_weight(const ConvShape& s, const T* x, const T* dy, T* dw, T* db) {
   switch (pick(s)) {
-    case ConvAlgo::depthwise: return conv2d_backward_weight_depthwise(s, x, dy, dw, db);
-    case ConvAlgo::gemm: return conv2d_backward_weight_gemm(s, x, dy, dw, db);
-    default: return conv2d_backward_weight_direct<float>(s, x, dy, dw, db);
+    case ConvAlgo::depthwise: return conv2d_backward_weight_depthwise<T>(s, x, dy, dw, db);
+    case ConvAlgo::gemm: return conv2d_backward_weight_gemm<T>(s, x, dy, dw, db);
+    default: return conv2d_backward_weight_direct<T>(s, x, dy, dw, db);
   }
 }
+
+#define SEG_CONV_DISPATCH_INSTANTIATE(T)                                                       \
+  template void conv2d_forward<T>(const ConvShape&, const T*, const T*, const T*, T*);       \
+  template void conv2d_backward_data<T>(const ConvShape&, const T*, const T*, T*);           \
+  template void conv2d_backward_weight<T>(const ConvShape&, const T*, const T*, T*, T*);
+SEG_CONV_DISPATCH_INSTANTIATE(float)
+SEG_CONV_DISPATCH_INSTANTIATE(double)
+#undef SEG_CONV_DISPATCH_INSTANTIATE
 
 }  // namespace seg::cpu

@@ -1,4 +1,4 @@
-// Convolution as implicit GEMM on the CPU (kernels/cpu/gemm.h), float32.
+// Convolution as implicit GEMM on the CPU (kernels/cpu/gemm.h), float32 and float64.
 //
 // With P = N*Ho*Wo output pixels and Kc = KH*KW*Cg taps per output channel, per group g:
 //   forward:         Y[P, Og]      = cols[P, Kc] * W_g[Og, Kc]^T
@@ -12,6 +12,10 @@
 // again an implicit GEMM: A = "dY shifted by each tap" (TapShiftPacker), B = W reordered per tap.
 // Stride > 1: dcols = dY * W (GEMM into a per-image buffer), then each input pixel gathers the
 // entries of dcols that read it (no two threads write one element).
+//
+// T = float is the production path (SIMD micro-kernels); T = double runs the very same packers and
+// blocking through gemm.h's double GEMM (a plain C++ micro-kernel), so the float64 gradient checks
+// and golden runs test this file's index logic too.
 #include <algorithm>
 #include <cstring>
 #include <vector>
@@ -31,9 +35,10 @@ struct PixelOrigin {
 
 // cols[p, kc] for one group, packed either as rows = pixels (forward: A operand) or as rows = kc
 // (backward weight: B^T operand, depth = pixels).
-class Im2colPacker final : public Packer {
+template <class T>
+class Im2colPacker final : public PackerOf<T> {
  public:
-  Im2colPacker(const ConvShape& s, const float* x, int64_t group, bool rows_are_pixels)
+  Im2colPacker(const ConvShape& s, const T* x, int64_t group, bool rows_are_pixels)
       : s_(s), x_(x), c0_(group * s.Cg()), Ho_(s.Ho()), Wo_(s.Wo()), pixel_rows_(rows_are_pixels) {}
 
   PixelOrigin origin(int64_t p) const {
@@ -41,25 +46,25 @@ class Im2colPacker final : public Packer {
     return {n, (r / Wo_) * s_.stride_h - s_.pad_h, (r % Wo_) * s_.stride_w - s_.pad_w};
   }
   // Pointer to x[n, h, w, c0 + ...] for tap (kh, kw) of pixel origin o, or null if outside.
-  const float* tap_ptr(const PixelOrigin& o, int64_t kh, int64_t kw) const {
+  const T* tap_ptr(const PixelOrigin& o, int64_t kh, int64_t kw) const {
     const int64_t h = o.h0 + kh * s_.dil_h, w = o.w0 + kw * s_.dil_w;
     if (h < 0 || h >= s_.H || w < 0 || w >= s_.W) return nullptr;
     return x_ + ((o.n * s_.H + h) * s_.W + w) * s_.C + c0_;
   }
 
-  void pack(int64_t i0, int64_t rows, int64_t k0, int64_t depth, int64_t mr, float* dst) const override {
+  void pack(int64_t i0, int64_t rows, int64_t k0, int64_t depth, int64_t mr, T* dst) const override {
     if (pixel_rows_) pack_pixel_rows(i0, rows, k0, depth, mr, dst);
     else pack_tap_rows(i0, rows, k0, depth, mr, dst);
   }
 
  private:
   // rows = pixels [i0, i0+rows), depth = kc [k0, k0+depth): out[k*mr + r].
-  void pack_pixel_rows(int64_t i0, int64_t rows, int64_t k0, int64_t depth, int64_t mr, float* dst) const {
+  void pack_pixel_rows(int64_t i0, int64_t rows, int64_t k0, int64_t depth, int64_t mr, T* dst) const {
     const int64_t Cg = s_.Cg();
     PixelOrigin origins[kMaxPackRows];
-    const float* src[kMaxPackRows];
+    const T* src[kMaxPackRows];
     for (int64_t p = 0; p * mr < rows; ++p) {
-      float* out = dst + p * depth * mr;
+      T* out = dst + p * depth * mr;
       const int64_t r_end = std::min(mr, rows - p * mr);
       for (int64_t r = 0; r < r_end; ++r) origins[r] = origin(i0 + p * mr + r);
       // Walk kc in runs of channels that share a tap: within a run every pixel row reads `run`
@@ -69,7 +74,7 @@ class Im2colPacker final : public Packer {
         const int64_t kc = k0 + k, tap = kc / Cg, c = kc % Cg;
         const int64_t run = std::min(Cg - c, depth - k);
         for (int64_t r = 0; r < mr; ++r) {
-          const float* t = r < r_end ? tap_ptr(origins[r], tap / s_.KW, tap % s_.KW) : nullptr;
+          const T* t = r < r_end ? tap_ptr(origins[r], tap / s_.KW, tap % s_.KW) : nullptr;
           src[r] = t ? t + c : nullptr;
         }
         pack_rows_transposed(src, mr, run, out + k * mr);
@@ -79,46 +84,47 @@ class Im2colPacker final : public Packer {
   }
 
   // rows = kc [i0, i0+rows), depth = pixels [k0, k0+depth): out[p*mr + j] = cols[k0+p, i0+j].
-  void pack_tap_rows(int64_t i0, int64_t rows, int64_t k0, int64_t depth, int64_t mr, float* dst) const {
+  void pack_tap_rows(int64_t i0, int64_t rows, int64_t k0, int64_t depth, int64_t mr, T* dst) const {
     const int64_t Cg = s_.Cg();
     const int64_t panels = (rows + mr - 1) / mr;
     for (int64_t q = 0; q < depth; ++q) {
       const PixelOrigin o = origin(k0 + q);
       for (int64_t panel = 0; panel < panels; ++panel) {
-        float* out = dst + (panel * depth + q) * mr;
+        T* out = dst + (panel * depth + q) * mr;
         const int64_t j_end = std::min(mr, rows - panel * mr);
         int64_t j = 0;
         while (j < j_end) {
           const int64_t kc = i0 + panel * mr + j, tap = kc / Cg, c = kc % Cg;
           const int64_t run = std::min(Cg - c, j_end - j);
-          const float* src = tap_ptr(o, tap / s_.KW, tap % s_.KW);
-          if (src) std::memcpy(out + j, src + c, static_cast<size_t>(run) * sizeof(float));
-          else std::fill(out + j, out + j + run, 0.0f);
+          const T* src = tap_ptr(o, tap / s_.KW, tap % s_.KW);
+          if (src) std::memcpy(out + j, src + c, static_cast<size_t>(run) * sizeof(T));
+          else std::fill(out + j, out + j + run, T(0));
           j += run;
         }
-        std::fill(out + j_end, out + mr, 0.0f);
+        std::fill(out + j_end, out + mr, T(0));
       }
     }
   }
 
   ConvShape s_;
-  const float* x_;
+  const T* x_;
   int64_t c0_, Ho_, Wo_;
   bool pixel_rows_;
 };
 
 // Backward data for stride 1: A(q, (tap, o)) = dY[pixel q shifted back by tap, g*Og + o] (0 outside).
 // Input pixel q = (n, h, w) receives from output pixel (h + pad - kh*dil, w + pad - kw*dil).
-class TapShiftPacker final : public Packer {
+template <class T>
+class TapShiftPacker final : public PackerOf<T> {
  public:
-  TapShiftPacker(const ConvShape& s, const float* dy, int64_t group)
+  TapShiftPacker(const ConvShape& s, const T* dy, int64_t group)
       : s_(s), dy_(dy), o0_(group * s.Og()), Ho_(s.Ho()), Wo_(s.Wo()) {}
-  void pack(int64_t i0, int64_t rows, int64_t k0, int64_t depth, int64_t mr, float* dst) const override {
+  void pack(int64_t i0, int64_t rows, int64_t k0, int64_t depth, int64_t mr, T* dst) const override {
     const int64_t Og = s_.Og();
-    const float* src[kMaxPackRows];
+    const T* src[kMaxPackRows];
     int64_t qn[kMaxPackRows], qh[kMaxPackRows], qw[kMaxPackRows];
     for (int64_t p = 0; p * mr < rows; ++p) {
-      float* out = dst + p * depth * mr;
+      T* out = dst + p * depth * mr;
       const int64_t r_end = std::min(mr, rows - p * mr);
       for (int64_t r = 0; r < r_end; ++r) {
         const int64_t q = i0 + p * mr + r, hw = q % (s_.H * s_.W);
@@ -144,32 +150,33 @@ class TapShiftPacker final : public Packer {
 
  private:
   ConvShape s_;
-  const float* dy_;
+  const T* dy_;
   int64_t o0_, Ho_, Wo_;
 };
 
 // B^T for the stride-1 backward data: Bt(c, (tap, o)) = W[g*Og + o, tap, c].
-class TapWeightPacker final : public Packer {
+template <class T>
+class TapWeightPacker final : public PackerOf<T> {
  public:
-  TapWeightPacker(const ConvShape& s, const float* w, int64_t group) : s_(s), w_(w + group * s.Og() * s.KH * s.KW * s.Cg()) {}
-  void pack(int64_t i0, int64_t rows, int64_t k0, int64_t depth, int64_t mr, float* dst) const override {
+  TapWeightPacker(const ConvShape& s, const T* w, int64_t group) : s_(s), w_(w + group * s.Og() * s.KH * s.KW * s.Cg()) {}
+  void pack(int64_t i0, int64_t rows, int64_t k0, int64_t depth, int64_t mr, T* dst) const override {
     const int64_t Og = s_.Og(), Cg = s_.Cg(), taps = s_.KH * s_.KW;
     const int64_t panels = (rows + mr - 1) / mr;
     for (int64_t k = 0; k < depth; ++k) {
       const int64_t kk = k0 + k, tap = kk / Og, o = kk % Og;
-      const float* src = w_ + (o * taps + tap) * Cg;
+      const T* src = w_ + (o * taps + tap) * Cg;
       for (int64_t panel = 0; panel < panels; ++panel) {
-        float* out = dst + (panel * depth + k) * mr;
+        T* out = dst + (panel * depth + k) * mr;
         const int64_t j_end = std::min(mr, rows - panel * mr);
-        std::memcpy(out, src + i0 + panel * mr, static_cast<size_t>(j_end) * sizeof(float));
-        std::fill(out + j_end, out + mr, 0.0f);
+        std::memcpy(out, src + i0 + panel * mr, static_cast<size_t>(j_end) * sizeof(T));
+        std::fill(out + j_end, out + mr, T(0));
       }
     }
   }
 
  private:
   ConvShape s_;
-  const float* w_;
+  const T* w_;
 };
 
 bool is_pointwise(const ConvShape& s) {
@@ -178,15 +185,16 @@ bool is_pointwise(const ConvShape& s) {
 
 }  // namespace
 
-void conv2d_forward_gemm(const ConvShape& s, const float* x, const float* w, const float* b, float* y) {
+template <class T>
+void conv2d_forward_gemm(const ConvShape& s, const T* x, const T* w, const T* b, T* y) {
   const int64_t P = s.N * s.Ho() * s.Wo(), Og = s.Og(), Cg = s.Cg(), Kc = s.KH * s.KW * Cg;
   for (int64_t g = 0; g < s.groups; ++g) {
-    const MatrixPacker<float> weights(w + g * Og * Kc, Kc, 1);  // Bt(o, kc) = W[o, kc]
+    const MatrixPacker<T> weights(w + g * Og * Kc, Kc, 1);  // Bt(o, kc) = W[o, kc]
     if (is_pointwise(s)) {
-      const MatrixPacker<float> cols(x + g * Cg, s.C, 1);
+      const MatrixPacker<T> cols(x + g * Cg, s.C, 1);
       gemm({P, Og, Kc}, cols, weights, y + g * Og, s.O, false);
     } else {
-      const Im2colPacker cols(s, x, g, true);
+      const Im2colPacker<T> cols(s, x, g, true);
       gemm({P, Og, Kc}, cols, weights, y + g * Og, s.O, false);
     }
   }
@@ -198,16 +206,17 @@ void conv2d_forward_gemm(const ConvShape& s, const float* x, const float* w, con
   }
 }
 
-void conv2d_backward_weight_gemm(const ConvShape& s, const float* x, const float* dy, float* dw, float* db) {
+template <class T>
+void conv2d_backward_weight_gemm(const ConvShape& s, const T* x, const T* dy, T* dw, T* db) {
   const int64_t P = s.N * s.Ho() * s.Wo(), Og = s.Og(), Cg = s.Cg(), Kc = s.KH * s.KW * Cg;
   if (dw) {
     for (int64_t g = 0; g < s.groups; ++g) {
-      const MatrixPacker<float> dy_t(dy + g * Og, 1, s.O);  // A(o, p) = dY[p, g*Og + o]
+      const MatrixPacker<T> dy_t(dy + g * Og, 1, s.O);  // A(o, p) = dY[p, g*Og + o]
       if (is_pointwise(s)) {
-        const MatrixPacker<float> cols_t(x + g * Cg, 1, s.C);  // Bt(c, p) = x[p, g*Cg + c]
+        const MatrixPacker<T> cols_t(x + g * Cg, 1, s.C);  // Bt(c, p) = x[p, g*Cg + c]
         gemm({Og, Kc, P}, dy_t, cols_t, dw + g * Og * Kc, Kc, false);
       } else {
-        const Im2colPacker cols_t(s, x, g, false);
+        const Im2colPacker<T> cols_t(s, x, g, false);
         gemm({Og, Kc, P}, dy_t, cols_t, dw + g * Og * Kc, Kc, false);
       }
     }
@@ -219,7 +228,7 @@ void conv2d_backward_weight_gemm(const ConvShape& s, const float* x, const float
     parallel_for(0, chunks, 1, [&](int64_t c0, int64_t c1) {
       for (int64_t c = c0; c < c1; ++c) {
         double* acc = part.data() + c * s.O;
-        std::vector<float> row(static_cast<size_t>(s.O), 0.0f);
+        std::vector<T> row(static_cast<size_t>(s.O), T(0));  // float sums for float, as before
         for (int64_t p = c * chunk; p < std::min(P, (c + 1) * chunk); ++p)
           for (int64_t o = 0; o < s.O; ++o) row[o] += dy[p * s.O + o];
         for (int64_t o = 0; o < s.O; ++o) acc[o] = row[o];
@@ -228,44 +237,45 @@ void conv2d_backward_weight_gemm(const ConvShape& s, const float* x, const float
     for (int64_t o = 0; o < s.O; ++o) {
       double sum = 0;
       for (int64_t c = 0; c < chunks; ++c) sum += part[c * s.O + o];
-      db[o] = static_cast<float>(sum);
+      db[o] = static_cast<T>(sum);
     }
   }
 }
 
-void conv2d_backward_data_gemm(const ConvShape& s, const float* w, const float* dy, float* dx) {
+template <class T>
+void conv2d_backward_data_gemm(const ConvShape& s, const T* w, const T* dy, T* dx) {
   const int64_t Og = s.Og(), Cg = s.Cg(), Kc = s.KH * s.KW * Cg, taps = s.KH * s.KW;
   const int64_t Ho = s.Ho(), Wo = s.Wo();
   if (is_pointwise(s)) {
     for (int64_t g = 0; g < s.groups; ++g) {
-      const MatrixPacker<float> a(dy + g * Og, s.O, 1);         // A(p, o) = dY[p, g*Og + o]
-      const MatrixPacker<float> bt(w + g * Og * Kc, 1, Kc);     // Bt(c, o) = W[o, c]
+      const MatrixPacker<T> a(dy + g * Og, s.O, 1);         // A(p, o) = dY[p, g*Og + o]
+      const MatrixPacker<T> bt(w + g * Og * Kc, 1, Kc);     // Bt(c, o) = W[o, c]
       gemm({s.N * s.H * s.W, Cg, Og}, a, bt, dx + g * Cg, s.C, false);
     }
     return;
   }
   if (s.stride_h == 1 && s.stride_w == 1) {
     for (int64_t g = 0; g < s.groups; ++g) {
-      const TapShiftPacker a(s, dy, g);
-      const TapWeightPacker bt(s, w, g);
+      const TapShiftPacker<T> a(s, dy, g);
+      const TapWeightPacker<T> bt(s, w, g);
       gemm({s.N * s.H * s.W, Cg, taps * Og}, a, bt, dx + g * Cg, s.C, false);
     }
     return;
   }
   // Strided: per image, dcols[Ho*Wo, Kc] = dY_n * W_g, then gather into dx.
-  std::vector<float> dcols(static_cast<size_t>(Ho * Wo * Kc));
+  std::vector<T> dcols(static_cast<size_t>(Ho * Wo * Kc));
   for (int64_t n = 0; n < s.N; ++n) {
     for (int64_t g = 0; g < s.groups; ++g) {
-      const MatrixPacker<float> a(dy + n * Ho * Wo * s.O + g * Og, s.O, 1);  // A(p, o)
-      const MatrixPacker<float> bt(w + g * Og * Kc, 1, Kc);                  // Bt(kc, o) = W[o, kc]
+      const MatrixPacker<T> a(dy + n * Ho * Wo * s.O + g * Og, s.O, 1);  // A(p, o)
+      const MatrixPacker<T> bt(w + g * Og * Kc, 1, Kc);                  // Bt(kc, o) = W[o, kc]
       gemm({Ho * Wo, Kc, Og}, a, bt, dcols.data(), Kc, false);
       parallel_for(0, s.H, 1, [&](int64_t h0, int64_t h1) {
         for (int64_t h = h0; h < h1; ++h)
           for (int64_t wi = 0; wi < s.W; ++wi) {
-            float* out = dx + ((n * s.H + h) * s.W + wi) * s.C + g * Cg;
-            std::fill(out, out + Cg, 0.0f);
+            T* out = dx + ((n * s.H + h) * s.W + wi) * s.C + g * Cg;
+            std::fill(out, out + Cg, T(0));
             for_each_output_reading(s, h, wi, [&](int64_t kh, int64_t kw, int64_t ho, int64_t wo) {
-              const float* src = dcols.data() + (ho * Wo + wo) * Kc + (kh * s.KW + kw) * Cg;
+              const T* src = dcols.data() + (ho * Wo + wo) * Kc + (kh * s.KW + kw) * Cg;
               for (int64_t c = 0; c < Cg; ++c) out[c] += src[c];
             });
           }
@@ -273,5 +283,13 @@ void conv2d_backward_data_gemm(const ConvShape& s, const float* w, const float* 
     }
   }
 }
+
+#define SEG_CONV_GEMM_INSTANTIATE(T)                                                                   \
+  template void conv2d_forward_gemm<T>(const ConvShape&, const T*, const T*, const T*, T*);          \
+  template void conv2d_backward_data_gemm<T>(const ConvShape&, const T*, const T*, T*);              \
+  template void conv2d_backward_weight_gemm<T>(const ConvShape&, const T*, const T*, T*, T*);
+SEG_CONV_GEMM_INSTANTIATE(float)
+SEG_CONV_GEMM_INSTANTIATE(double)
+#undef SEG_CONV_GEMM_INSTANTIATE
 
 }  // namespace seg::cpu

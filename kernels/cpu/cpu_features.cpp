@@ -36,7 +36,7 @@ CpuIsa detect() {
   return CpuIsa::scalar;
 }
 
-CpuIsa initial() {
+CpuIsa available() {
   CpuIsa isa = detect();
   if (const char* env = std::getenv("SEG_CPU_ISA")) {
     CpuIsa want = isa;
@@ -49,7 +49,7 @@ CpuIsa initial() {
 }
 
 std::atomic<int>& active() {
-  static std::atomic<int> isa{static_cast<int>(initial())};
+  static std::atomic<int> isa{static_cast<int>(cpu_isa_available())};
   return isa;
 }
 }  // namespace
@@ -59,10 +59,15 @@ CpuIsa cpu_isa_detected() {
   return isa;
 }
 
+CpuIsa cpu_isa_available() {
+  static const CpuIsa isa = available();
+  return isa;
+}
+
 CpuIsa cpu_isa() { return static_cast<CpuIsa>(active().load(std::memory_order_relaxed)); }
 
 void set_cpu_isa(CpuIsa isa) {
-  if (isa > cpu_isa_detected()) isa = cpu_isa_detected();
+  if (isa > cpu_isa_available()) isa = cpu_isa_available();
   active().store(static_cast<int>(isa), std::memory_order_relaxed);
 }
 

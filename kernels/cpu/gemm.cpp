@@ -66,45 +66,50 @@ void pack_rows_transposed(const float* const* rows, int64_t mr, int64_t n, float
     for (int64_t r = 0; r < mr; ++r) out[k * mr + r] = rows[r] ? rows[r][k] : 0.0f;
 }
 
+void pack_rows_transposed(const double* const* rows, int64_t mr, int64_t n, double* out) {
+  for (int64_t k = 0; k < n; ++k)
+    for (int64_t r = 0; r < mr; ++r) out[k * mr + r] = rows[r] ? rows[r][k] : 0.0;
+}
+
 template <class T>
-void MatrixPacker<T>::pack(int64_t i0, int64_t rows, int64_t k0, int64_t depth, int64_t mr, float* dst) const {
+void MatrixPacker<T>::pack(int64_t i0, int64_t rows, int64_t k0, int64_t depth, int64_t mr, E* dst) const {
   const int64_t panels = (rows + mr - 1) / mr;
   for (int64_t p = 0; p < panels; ++p) {
-    float* out = dst + p * depth * mr;
+    E* out = dst + p * depth * mr;
     const int64_t r_end = std::min(mr, rows - p * mr);
     if (rs_ == 1 && r_end == mr) {
       // Column-major source (a transposed operand): rows of a panel are contiguous for each k.
       for (int64_t k = 0; k < depth; ++k) {
         const T* src = data_ + (i0 + p * mr) + (k0 + k) * cs_;
-        for (int64_t r = 0; r < mr; ++r) out[k * mr + r] = static_cast<float>(src[r]);
+        for (int64_t r = 0; r < mr; ++r) out[k * mr + r] = static_cast<E>(src[r]);
       }
     } else if (r_end == mr && cs_ == 1) {
       // Row-major source, full panel: a transposition of mr rows (SIMD for float, where it matters).
       const T* base = data_ + (i0 + p * mr) * rs_ + k0;
-      if constexpr (std::is_same_v<T, float>) {
-        const float* rows_ptr[kMaxPackRows];
+      if constexpr (std::is_same_v<T, E>) {
+        const T* rows_ptr[kMaxPackRows];
         for (int64_t r = 0; r < mr; ++r) rows_ptr[r] = base + r * rs_;
         pack_rows_transposed(rows_ptr, mr, depth, out);
       } else {
         for (int64_t k = 0; k < depth; ++k)
-          for (int64_t r = 0; r < mr; ++r) out[k * mr + r] = static_cast<float>(base[r * rs_ + k]);
+          for (int64_t r = 0; r < mr; ++r) out[k * mr + r] = static_cast<E>(base[r * rs_ + k]);
       }
     } else {
       // General strides or a partial panel: one row at a time, zero rows past the end.
       for (int64_t r = 0; r < mr; ++r) {
         if (r >= r_end) {
-          for (int64_t k = 0; k < depth; ++k) out[k * mr + r] = 0.0f;
+          for (int64_t k = 0; k < depth; ++k) out[k * mr + r] = E(0);
           continue;
         }
         const T* src = data_ + (i0 + p * mr + r) * rs_ + k0 * cs_;
-        for (int64_t k = 0; k < depth; ++k) out[k * mr + r] = static_cast<float>(src[k * cs_]);
+        for (int64_t k = 0; k < depth; ++k) out[k * mr + r] = static_cast<E>(src[k * cs_]);
       }
     }
   }
 }
 template <class T>
-const float* MatrixPacker<T>::direct(int64_t i0, int64_t k0, int64_t* row_stride) const {
-  if constexpr (std::is_same_v<T, float>) {
+auto MatrixPacker<T>::direct(int64_t i0, int64_t k0, int64_t* row_stride) const -> const E* {
+  if constexpr (std::is_same_v<T, float>) {  // (only the float AVX-512 kernels read A in place)
     if (cs_ != 1) return nullptr;
     *row_stride = rs_;
     return data_ + i0 * rs_ + k0;
@@ -116,6 +121,7 @@ const float* MatrixPacker<T>::direct(int64_t i0, int64_t k0, int64_t* row_stride
 template class MatrixPacker<float>;
 template class MatrixPacker<f16>;
 template class MatrixPacker<bf16>;
+template class MatrixPacker<double>;
 
 namespace {
 
@@ -124,11 +130,11 @@ namespace {
 
 constexpr int64_t kKC = 256;  // depth of a packed block: a B micro-panel (NR*KC floats) stays in L1/L2
 
-template <int MR, int NR>
-void kernel_scalar(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, bool acc) {
-  float t[MR][NR];
+template <class E, int MR, int NR>
+void kernel_scalar(int64_t kc, const E* a, const E* b, E* c, int64_t ldc, bool acc) {
+  E t[MR][NR];
   for (int r = 0; r < MR; ++r)
-    for (int j = 0; j < NR; ++j) t[r][j] = acc ? c[r * ldc + j] : 0.0f;
+    for (int j = 0; j < NR; ++j) t[r][j] = acc ? c[r * ldc + j] : E(0);
   for (int64_t k = 0; k < kc; ++k)
     for (int r = 0; r < MR; ++r)
       for (int j = 0; j < NR; ++j) t[r][j] += a[k * MR + r] * b[k * NR + j];
@@ -204,10 +210,10 @@ void kernel_avx512_direct(int64_t kc, const float* a, int64_t lda, const float* 
 }
 #endif
 
-using Kernel = void (*)(int64_t, const float*, const float*, float*, int64_t, bool);
-using DirectKernel = void (*)(int64_t, const float*, int64_t, const float*, float*, int64_t, bool);
-
+template <class E>
 struct KernelChoice {
+  using Kernel = void (*)(int64_t, const E*, const E*, E*, int64_t, bool);
+  using DirectKernel = void (*)(int64_t, const E*, int64_t, const E*, E*, int64_t, bool);
   int64_t mr, nr, mc, nc;
   Kernel fn;
   DirectKernel direct = nullptr;  // reads A in place, when the operand allows it
@@ -215,7 +221,7 @@ struct KernelChoice {
 
 // The tile shape follows the ISA and, for AVX-512, the output width: a narrow N would waste half of
 // a 32-wide tile.
-KernelChoice choose_kernel(int64_t N) {
+KernelChoice<float> choose_kernel(int64_t N) {
 #if defined(__x86_64__)
   switch (cpu_isa()) {
     case CpuIsa::avx512:
@@ -227,17 +233,20 @@ KernelChoice choose_kernel(int64_t N) {
     case CpuIsa::scalar: break;
   }
 #endif
-  return {4, 8, 64, 256, kernel_scalar<4, 8>};
+  return {4, 8, 64, 256, kernel_scalar<float, 4, 8>};
 }
+// Double: one portable tile for every ISA (the compiler vectorises its inner loop as it can).
+KernelChoice<double> choose_kernel_f64() { return {4, 8, 64, 256, kernel_scalar<double, 4, 8>}; }
 
 // One thread's share: C rows [m0, m1) x columns [n0, n1).
-void gemm_serial(const KernelChoice& kc_, int64_t m0, int64_t m1, int64_t n0, int64_t n1, int64_t K,
-                 const Packer& a, const Packer& bt, float* c, int64_t ldc, bool accumulate) {
+template <class E>
+void gemm_serial(const KernelChoice<E>& kc_, int64_t m0, int64_t m1, int64_t n0, int64_t n1, int64_t K,
+                 const PackerOf<E>& a, const PackerOf<E>& bt, E* c, int64_t ldc, bool accumulate) {
   const int64_t MR = kc_.mr, NR = kc_.nr;
-  thread_local std::vector<float> a_buf, b_buf;
+  thread_local std::vector<E> a_buf, b_buf;
   a_buf.resize(static_cast<size_t>(kc_.mc * kKC));
   b_buf.resize(static_cast<size_t>(kc_.nc * kKC));
-  float edge[28 * 32];  // the largest tile of any kernel
+  E edge[28 * 32];  // the largest tile of any kernel
   for (int64_t jc = n0; jc < n1; jc += kc_.nc) {
     const int64_t nc = std::min(kc_.nc, n1 - jc);
     for (int64_t pc = 0; pc < K; pc += kKC) {
@@ -247,7 +256,7 @@ void gemm_serial(const KernelChoice& kc_, int64_t m0, int64_t m1, int64_t n0, in
       for (int64_t ic = m0; ic < m1; ic += kc_.mc) {
         const int64_t mc = std::min(kc_.mc, m1 - ic);
         int64_t lda = 0;
-        const float* a_direct = kc_.direct ? a.direct(ic, pc, &lda) : nullptr;
+        const E* a_direct = kc_.direct ? a.direct(ic, pc, &lda) : nullptr;
         // 4 KiB aliasing: when the row stride is a multiple of 1024 floats, the MR rows a tile reads
         // in place all fall into the same L1 set (its index repeats every 4 KiB) and evict each
         // other; packing them is cheaper once the packed block is reused over >= 128 columns.
@@ -258,18 +267,18 @@ void gemm_serial(const KernelChoice& kc_, int64_t m0, int64_t m1, int64_t n0, in
           // A read in place for full tiles; an edge tile packs its own rows and goes through the
           // buffered path below (same arithmetic, so results do not depend on the path).
           for (int64_t jr = 0; jr < nc; jr += NR) {
-            const float* bp = b_buf.data() + (jr / NR) * kc * NR;
+            const E* bp = b_buf.data() + (jr / NR) * kc * NR;
             const int64_t nr = std::min(NR, nc - jr);
             for (int64_t ir = 0; ir < mc; ir += MR) {
               const int64_t mr = std::min(MR, mc - ir);
-              float* ct = c + (ic + ir) * ldc + (jc + jr);
+              E* ct = c + (ic + ir) * ldc + (jc + jr);
               if (mr == MR && nr == NR) {
                 kc_.direct(kc, a_direct + ir * lda, lda, bp, ct, ldc, acc);
                 continue;
               }
               a.pack(ic + ir, mr, pc, kc, MR, a_buf.data());
               for (int64_t r = 0; r < mr; ++r)
-                for (int64_t j = 0; j < nr; ++j) edge[r * NR + j] = acc ? ct[r * ldc + j] : 0.0f;
+                for (int64_t j = 0; j < nr; ++j) edge[r * NR + j] = acc ? ct[r * ldc + j] : E(0);
               kc_.fn(kc, a_buf.data(), bp, edge, NR, true);
               for (int64_t r = 0; r < mr; ++r)
                 for (int64_t j = 0; j < nr; ++j) ct[r * ldc + j] = edge[r * NR + j];
@@ -279,17 +288,17 @@ void gemm_serial(const KernelChoice& kc_, int64_t m0, int64_t m1, int64_t n0, in
         }
         a.pack(ic, mc, pc, kc, MR, a_buf.data());
         for (int64_t jr = 0; jr < nc; jr += NR) {
-          const float* bp = b_buf.data() + (jr / NR) * kc * NR;
+          const E* bp = b_buf.data() + (jr / NR) * kc * NR;
           const int64_t nr = std::min(NR, nc - jr);
           for (int64_t ir = 0; ir < mc; ir += MR) {
-            const float* ap = a_buf.data() + (ir / MR) * kc * MR;
+            const E* ap = a_buf.data() + (ir / MR) * kc * MR;
             const int64_t mr = std::min(MR, mc - ir);
-            float* ct = c + (ic + ir) * ldc + (jc + jr);
+            E* ct = c + (ic + ir) * ldc + (jc + jr);
             if (mr == MR && nr == NR) {
               kc_.fn(kc, ap, bp, ct, ldc, acc);
             } else {  // edge tile: compute the full tile into a buffer, copy the valid part
               for (int64_t r = 0; r < mr; ++r)
-                for (int64_t j = 0; j < nr; ++j) edge[r * NR + j] = acc ? ct[r * ldc + j] : 0.0f;
+                for (int64_t j = 0; j < nr; ++j) edge[r * NR + j] = acc ? ct[r * ldc + j] : E(0);
               kc_.fn(kc, ap, bp, edge, NR, true);
               for (int64_t r = 0; r < mr; ++r)
                 for (int64_t j = 0; j < nr; ++j) ct[r * ldc + j] = edge[r * NR + j];
@@ -301,16 +310,15 @@ void gemm_serial(const KernelChoice& kc_, int64_t m0, int64_t m1, int64_t n0, in
   }
 }
 
-}  // namespace
-
-void gemm(const GemmShape& s, const Packer& a, const Packer& bt, float* c, int64_t ldc, bool accumulate, int threads) {
+template <class E>
+void gemm_threads(const GemmShape& s, const KernelChoice<E>& kc, const PackerOf<E>& a, const PackerOf<E>& bt, E* c,
+                  int64_t ldc, bool accumulate, int threads) {
   if (s.M <= 0 || s.N <= 0) return;
   if (s.K <= 0) {
     if (!accumulate)
-      for (int64_t i = 0; i < s.M; ++i) std::memset(c + i * ldc, 0, static_cast<size_t>(s.N) * sizeof(float));
+      for (int64_t i = 0; i < s.M; ++i) std::memset(c + i * ldc, 0, static_cast<size_t>(s.N) * sizeof(E));
     return;
   }
-  const KernelChoice kc = choose_kernel(s.N);
   const int T = std::max(1, threads > 0 ? threads : (in_parallel_region() ? 1 : num_threads()));
   // Enough work per thread to be worth a wake-up: ~2 MFLOP.
   const int64_t max_by_work = std::max<int64_t>(1, 2 * s.M * s.N * s.K / (1 << 21));
@@ -328,6 +336,17 @@ void gemm(const GemmShape& s, const Packer& a, const Packer& bt, float* c, int64
     else
       gemm_serial(kc, 0, s.M, u0 * kc.nr, std::min(s.N, u1 * kc.nr), s.K, a, bt, c, ldc, accumulate);
   });
+}
+
+}  // namespace
+
+void gemm(const GemmShape& s, const Packer& a, const Packer& bt, float* c, int64_t ldc, bool accumulate, int threads) {
+  gemm_threads(s, choose_kernel(s.N), a, bt, c, ldc, accumulate, threads);
+}
+
+void gemm(const GemmShape& s, const PackerOf<double>& a, const PackerOf<double>& bt, double* c, int64_t ldc,
+          bool accumulate, int threads) {
+  gemm_threads(s, choose_kernel_f64(), a, bt, c, ldc, accumulate, threads);
 }
 
 void gemm_f32(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda,

@@ -21,29 +21,39 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 namespace seg::cpu {
 
 // Writes rows [i0, i0+rows) x k in [k0, k0+depth) of an M x K operand as panels of `mr` rows:
 // dst[(p*depth + k)*mr + r] = A[i0 + p*mr + r, k0 + k], zero for rows beyond `rows` in the last panel.
-// (The same interface packs B^T: "rows" are then columns of B.)
-class Packer {
+// (The same interface packs B^T: "rows" are then columns of B.) E is the packed element type: float
+// for the production GEMM, double for the double-precision one (references, gradient checks).
+template <class E>
+class PackerOf {
  public:
-  virtual ~Packer() = default;
-  virtual void pack(int64_t i0, int64_t rows, int64_t k0, int64_t depth, int64_t mr, float* dst) const = 0;
-  // When the operand is a float matrix whose k index is contiguous, the address of row i0 at k0
+  virtual ~PackerOf() = default;
+  virtual void pack(int64_t i0, int64_t rows, int64_t k0, int64_t depth, int64_t mr, E* dst) const = 0;
+  // When the operand is a matrix of E whose k index is contiguous, the address of row i0 at k0
   // and the row stride, so a micro-kernel can read it in place (no packing); else null.
-  virtual const float* direct(int64_t i0, int64_t k0, int64_t* row_stride) const { return nullptr; }
+  virtual const E* direct(int64_t i0, int64_t k0, int64_t* row_stride) const { return nullptr; }
 };
+using Packer = PackerOf<float>;
 
-// A strided matrix: element (i, k) at data[i*row_stride + k*col_stride]. T = float, f16 or bf16.
+// What a storage type packs to: double stays double, float/f16/bf16 become float.
 template <class T>
-class MatrixPacker final : public Packer {
+using packed_t = std::conditional_t<std::is_same_v<T, double>, double, float>;
+
+// A strided matrix: element (i, k) at data[i*row_stride + k*col_stride]. T = float, f16, bf16
+// (packed to float) or double (packed to double).
+template <class T>
+class MatrixPacker final : public PackerOf<packed_t<T>> {
  public:
+  using E = packed_t<T>;
   MatrixPacker(const T* data, int64_t row_stride, int64_t col_stride)
       : data_(data), rs_(row_stride), cs_(col_stride) {}
-  void pack(int64_t i0, int64_t rows, int64_t k0, int64_t depth, int64_t mr, float* dst) const override;
-  const float* direct(int64_t i0, int64_t k0, int64_t* row_stride) const override;
+  void pack(int64_t i0, int64_t rows, int64_t k0, int64_t depth, int64_t mr, E* dst) const override;
+  const E* direct(int64_t i0, int64_t k0, int64_t* row_stride) const override;
 
  private:
   const T* data_;
@@ -57,6 +67,8 @@ class MatrixPacker final : public Packer {
 // mr is a panel height: MR of a micro-kernel for A (<= 28), NR for B (<= 32).
 constexpr int64_t kMaxPackRows = 32;
 void pack_rows_transposed(const float* const* rows, int64_t mr, int64_t n, float* out);
+// The same for double (a plain loop: double precision is for references, not for speed).
+void pack_rows_transposed(const double* const* rows, int64_t mr, int64_t n, double* out);
 
 struct GemmShape {
   int64_t M, N, K;
@@ -66,6 +78,12 @@ struct GemmShape {
 // C is float, row-major with leading dimension ldc. `threads` = 0 uses the whole pool.
 void gemm(const GemmShape& s, const Packer& a, const Packer& bt, float* c, int64_t ldc, bool accumulate,
           int threads = 0);
+// Double precision: the same blocking, packing, edge tiles and thread slabs, with one plain C++
+// 4x8 micro-kernel instead of the SIMD ones. It exists so that float64 runs (gradient checks, the
+// float64 golden runs) go through the same index logic as float32 (the convolution packers of
+// kernels/cpu/conv2d_gemm.cpp), not through a separate reference path.
+void gemm(const GemmShape& s, const PackerOf<double>& a, const PackerOf<double>& bt, double* c, int64_t ldc,
+          bool accumulate, int threads = 0);
 
 // Convenience for plain row-major float matrices: op(A) is M x K, op(B) is K x N.
 void gemm_f32(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda,

@@ -115,11 +115,15 @@ unsigned RunQueue::pop(Schedule schedule, uint64_t& rng_state) {
 
 // ---- reports ------------------------------------------------------------------------------------
 
+// Source paths in reports are relative to the repository. __FILE__ is absolute when CMake passes
+// absolute paths, but relative to the build folder ("../../tests/sim/x.cu") when ccache rewrites
+// them (its base_dir setting): both forms come out as "tests/sim/x.cu".
 const char* relative_path(const char* file) {
 #ifdef SEG_SIM_SOURCE_ROOT
   const size_t n = std::strlen(SEG_SIM_SOURCE_ROOT);
   if (std::strncmp(file, SEG_SIM_SOURCE_ROOT, n) == 0) return file + n;
 #endif
+  while (std::strncmp(file, "../", 3) == 0) file += 3;
   return file;
 }
 

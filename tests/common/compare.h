@@ -2,19 +2,21 @@
 //
 // compare(got, want, n, tol) compares element by element and reports what a reviewer needs to judge
 // a failure: the largest absolute and relative errors, how many elements mismatch, and the first
-// mismatching index with both values.
+// mismatching index with both values; also the relative L2 error ||got - want|| / ||want||, for
+// bounds on a whole tensor (a tensor of zeros has relative L2 error 1).
 //
 // Element i matches when
 //   * both are NaN, or both are the same infinity (the two sides agree), or
 //   * both are finite and |got - want| <= atol + rtol * |want|.
 // Everything else is a mismatch: a NaN or inf on one side only is never "an error of 0" (the
 // trap of `err = std::max(err, std::abs(a - b))`, where std::max(0.0, NaN) is 0). When such a
-// non-finite disagreement exists, max_abs and max_rel are +inf, so a test that only looks at
-// max_abs fails too.
+// non-finite disagreement exists, max_abs, max_rel and rel_l2 are +inf, so a test that only looks
+// at one of them fails too.
 //
 //   const auto c = seg::test::compare(got.data(), want.data(), n, {1e-6, 1e-5});
 //   CHECK_MESSAGE(c.ok(), c.str());
 //   SEG_CHECK_CLOSE(got_vector, want_vector, seg::test::Tolerance{1e-6, 0});   // the same, shorter
+//   SEG_CHECK_CLOSE(loss, 0.6931, seg::test::Tolerance{0, 1e-6});              // two numbers
 //
 // Header-only and free of the project's libraries (kernels tests link nothing else); the Tensor
 // overloads are in tests/common/compare_tensor.h.
@@ -43,6 +45,7 @@ struct Comparison {
   int64_t nonfinite_mismatches = 0;  // of those: NaN or inf on one side (or opposite infinities)
   double max_abs = 0;      // largest |got - want| (+inf if any non-finite disagreement)
   double max_rel = 0;      // largest |got - want| / |want| over want != 0 (+inf likewise)
+  double rel_l2 = 0;       // ||got - want|| / ||want|| (0 / 0 = 0; +inf likewise)
   int64_t first_bad = -1;  // index of the first mismatch, -1 if none
   double first_got = 0, first_want = 0;
   Tolerance tol;
@@ -53,8 +56,8 @@ struct Comparison {
     os.precision(9);
     os << count << " elements, " << mismatches << " mismatches";
     if (nonfinite_mismatches) os << " (" << nonfinite_mismatches << " non-finite)";
-    os << ", max abs err " << max_abs << ", max rel err " << max_rel << " (atol " << tol.atol << ", rtol "
-       << tol.rtol << ")";
+    os << ", max abs err " << max_abs << ", max rel err " << max_rel << ", rel L2 err " << rel_l2 << " (atol "
+       << tol.atol << ", rtol " << tol.rtol << ")";
     if (first_bad >= 0) os << "; first at [" << first_bad << "]: got " << first_got << ", want " << first_want;
     return os.str();
   }
@@ -82,6 +85,7 @@ Comparison compare(const G* got, const W* want, int64_t n, Tolerance tol = {}) {
   Comparison c;
   c.count = n;
   c.tol = tol;
+  double diff2 = 0, want2 = 0;
   for (int64_t i = 0; i < n; ++i) {
     const double g = detail::as_double(got[i]), w = detail::as_double(want[i]);
     const bool ok = close_enough(g, w, tol);
@@ -89,9 +93,10 @@ Comparison compare(const G* got, const W* want, int64_t n, Tolerance tol = {}) {
       const double d = std::abs(g - w);
       if (d > c.max_abs) c.max_abs = d;
       if (w != 0 && d / std::abs(w) > c.max_rel) c.max_rel = d / std::abs(w);
+      diff2 += d * d;
+      want2 += w * w;
     } else if (!ok) {
       ++c.nonfinite_mismatches;
-      c.max_abs = c.max_rel = std::numeric_limits<double>::infinity();
     }
     if (!ok) {
       if (c.first_bad < 0) {
@@ -102,8 +107,16 @@ Comparison compare(const G* got, const W* want, int64_t n, Tolerance tol = {}) {
       ++c.mismatches;
     }
   }
+  if (c.nonfinite_mismatches) {
+    c.max_abs = c.max_rel = c.rel_l2 = std::numeric_limits<double>::infinity();
+  } else if (diff2 > 0) {
+    c.rel_l2 = want2 > 0 ? std::sqrt(diff2 / want2) : std::numeric_limits<double>::infinity();
+  }
   return c;
 }
+
+// One number against another (a loss, a statistic): the same rule and report as for arrays.
+inline Comparison compare(double got, double want, Tolerance tol = {}) { return compare(&got, &want, 1, tol); }
 
 template <class G, class W>
 Comparison compare(const std::vector<G>& got, const std::vector<W>& want, Tolerance tol = {}) {
@@ -111,7 +124,7 @@ Comparison compare(const std::vector<G>& got, const std::vector<W>& want, Tolera
     Comparison c;
     c.count = static_cast<int64_t>(got.size());
     c.mismatches = c.nonfinite_mismatches = 1;
-    c.max_abs = c.max_rel = std::numeric_limits<double>::infinity();
+    c.max_abs = c.max_rel = c.rel_l2 = std::numeric_limits<double>::infinity();
     c.first_bad = 0;
     c.first_got = static_cast<double>(got.size());
     c.first_want = static_cast<double>(want.size());

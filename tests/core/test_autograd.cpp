@@ -9,6 +9,7 @@
 #include "core/autograd.h"
 #include "core/gradcheck.h"
 #include "core/rng.h"
+#include "tests/common/compare.h"
 
 using namespace seg;
 
@@ -65,7 +66,7 @@ TEST_CASE("chain rule through a diamond: gradients meeting at one input are summ
   CHECK(y.requires_grad());
   CHECK_FALSE(y.is_leaf());
   y.backward();
-  CHECK(x.grad().item() == doctest::Approx(2 * 0.7 + std::cos(0.7)).epsilon(1e-12));
+  SEG_CHECK_CLOSE(x.grad().item(), 2 * 0.7 + std::cos(0.7), seg::test::Tolerance{0, 1e-15});
 }
 
 TEST_CASE("parameter gradients accumulate across backward calls until zero_grad") {

@@ -24,6 +24,7 @@ TEST_CASE("compare: a planted NaN is a mismatch with an infinite error") {
   CHECK(c.first_bad == 2);
   CHECK(std::isinf(c.max_abs));
   CHECK(std::isinf(c.max_rel));
+  CHECK(std::isinf(c.rel_l2));
   // The same NaN on the want side only, and on both sides (agreement).
   CHECK_FALSE(compare(want, got, Tolerance{1, 1}).ok());
   CHECK(compare(got, got, Tolerance{}).ok());
@@ -63,4 +64,13 @@ TEST_CASE("compare: half types and tensors") {
   CHECK_FALSE(compare(a, b, Tolerance{1, 1}).ok());
   CHECK(compare(a, a).ok());
   CHECK_FALSE(compare(a, seg::Tensor::from_vector<float>({1, 2}, {1.0f, 2.0f})).ok());  // shapes differ
+}
+
+TEST_CASE("compare: the relative L2 error, and what a tensor of zeros gets") {
+  const std::vector<double> want{3.0, 4.0};  // ||want|| = 5
+  CHECK(compare(std::vector<double>{3.0, 4.0}, want).rel_l2 == 0.0);
+  CHECK(compare(std::vector<double>{3.0, 5.0}, want).rel_l2 == doctest::Approx(0.2));  // ||(0, 1)|| / 5
+  CHECK(compare(std::vector<double>{0.0, 0.0}, want).rel_l2 == doctest::Approx(1.0));
+  CHECK(compare(std::vector<double>{0.0}, std::vector<double>{0.0}).rel_l2 == 0.0);
+  CHECK(std::isinf(compare(std::vector<double>{1.0}, std::vector<double>{0.0}).rel_l2));
 }

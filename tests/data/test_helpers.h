@@ -4,10 +4,13 @@
 
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "core/error.h"
-#include "tests/common/scratch.h"
 #include "data/image.h"
+#include "data/transforms.h"
+#include "tests/common/compare.h"
+#include "tests/common/scratch.h"
 
 namespace seg::data::test {
 
@@ -29,15 +32,29 @@ Error expect_error(Fn&& fn) {
   throw std::runtime_error("expected a seg::Error, nothing was thrown");
 }
 
-// Largest absolute difference between two images of the same shape (-1 when shapes differ).
-inline int max_abs_diff(const Image& a, const Image& b) {
-  if (a.width != b.width || a.height != b.height || a.channels != b.channels) return -1;
-  int worst = 0;
-  for (size_t i = 0; i < a.pixels.size(); ++i) {
-    const int d = std::abs(int(a.pixels[i]) - int(b.pixels[i]));
-    worst = d > worst ? d : worst;
-  }
-  return worst;
+// Two images pixel by pixel (tests/common/compare.h; tol in grey levels). Different sizes or channel
+// counts are one mismatch.
+inline ::seg::test::Comparison compare(const Image& got, const Image& want, ::seg::test::Tolerance tol = {}) {
+  if (!got.same_size(want) || got.channels != want.channels)
+    return ::seg::test::compare(std::vector<int>(1), std::vector<int>(2), tol);  // a size mismatch
+  return ::seg::test::compare(got.pixels, want.pixels, tol);
+}
+
+// A normalised RGB image (channels-last floats, `row_stride` floats per row, at least the size of
+// `want`) against ImageNet-normalised `want`, both in grey levels (one level of channel c is
+// 1 / (255 * std_c) after normalisation); tol in grey levels.
+inline ::seg::test::Comparison compare_normalised(const float* got, int64_t row_stride, const Image& want,
+                                                  ::seg::test::Tolerance tol) {
+  const Normalizer& n = imagenet_normalizer();
+  const double level[3] = {1.0 / (255 * 0.229), 1.0 / (255 * 0.224), 1.0 / (255 * 0.225)};
+  std::vector<double> g, w;
+  for (int y = 0; y < want.height; ++y)
+    for (int x = 0; x < want.width; ++x)
+      for (int c = 0; c < 3; ++c) {
+        g.push_back(got[y * row_stride + x * 3 + c] / level[c]);
+        w.push_back(n.value(c, want.at(x, y, c)) / level[c]);
+      }
+  return ::seg::test::compare(g, w, tol);
 }
 
 }  // namespace seg::data::test

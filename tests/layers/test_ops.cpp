@@ -13,8 +13,10 @@
 #include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/softmax_nll.h"
 #include "layers/ops.h"
+#include "tests/common/compare_tensor.h"
 
 using namespace seg;
+using seg::test::Tolerance;
 
 namespace {
 
@@ -31,14 +33,6 @@ Tensor random_labels(const Shape& shape, int classes, uint64_t seed, double igno
   for (int64_t i = 0; i < t.numel(); ++i)
     t.data<int32_t>()[i] = rng.uniform() < ignore_share ? -1 : static_cast<int32_t>(rng.below(classes));
   return t;
-}
-
-double max_abs_diff(const Tensor& a, const Tensor& b) {
-  const auto va = a.to(DType::f64).to_vector<double>(), vb = b.to(DType::f64).to_vector<double>();
-  REQUIRE(va.size() == vb.size());
-  double m = 0;
-  for (size_t i = 0; i < va.size(); ++i) m = std::max(m, std::abs(va[i] - vb[i]));
-  return m;
 }
 
 struct ConvCase {
@@ -70,7 +64,7 @@ TEST_CASE("conv2d direct kernel equals the naive reference, forward and backward
     Tensor y_ref = Tensor::empty(dy.shape(), DType::f64), y = Tensor::empty(dy.shape(), DType::f64);
     cpu::conv2d_forward_ref(s, x.data<double>(), w.data<double>(), b.data<double>(), y_ref.data<double>());
     cpu::conv2d_forward_direct(s, x.data<double>(), w.data<double>(), b.data<double>(), y.data<double>());
-    CHECK(max_abs_diff(y, y_ref) < 1e-12);
+    SEG_CHECK_CLOSE(y, y_ref, Tolerance{1e-12, 0});
     Tensor dx_ref = Tensor::empty(x.shape(), DType::f64), dw_ref = Tensor::empty(w.shape(), DType::f64);
     Tensor db_ref = Tensor::empty(b.shape(), DType::f64);
     cpu::conv2d_backward_ref(s, x.data<double>(), w.data<double>(), dy.data<double>(), dx_ref.data<double>(),
@@ -79,13 +73,13 @@ TEST_CASE("conv2d direct kernel equals the naive reference, forward and backward
     Tensor db = Tensor::empty(b.shape(), DType::f64);
     cpu::conv2d_backward_data_direct(s, w.data<double>(), dy.data<double>(), dx.data<double>());
     cpu::conv2d_backward_weight_direct(s, x.data<double>(), dy.data<double>(), dw.data<double>(), db.data<double>());
-    CHECK(max_abs_diff(dx, dx_ref) < 1e-12);
-    CHECK(max_abs_diff(dw, dw_ref) < 1e-12);
-    CHECK(max_abs_diff(db, db_ref) < 1e-12);
+    SEG_CHECK_CLOSE(dx, dx_ref, Tolerance{1e-12, 0});
+    SEG_CHECK_CLOSE(dw, dw_ref, Tolerance{1e-12, 0});
+    SEG_CHECK_CLOSE(db, db_ref, Tolerance{1e-12, 0});
     // f32 through the op: within float rounding of the f64 result.
     const Tensor y32 = ops::conv2d(x.to(DType::f32), w.to(DType::f32), b.to(DType::f32),
                                    ops::Conv2dOptions::square(c.stride, c.pad, c.dil, c.groups));
-    CHECK(max_abs_diff(y32, y_ref) < 1e-4);
+    SEG_CHECK_CLOSE(y32, y_ref, Tolerance{1e-4, 0});
   }
 }
 
@@ -124,13 +118,20 @@ TEST_CASE("elementwise ops: values and gradients") {
   const auto sum = ops::add(a, b).to_vector<double>(), prod = ops::mul(a, b).to_vector<double>();
   const auto sc = ops::scale(a, -2.5).to_vector<double>(), r = ops::relu(a).to_vector<double>();
   const auto r6 = ops::relu6(ops::scale(a, 8.0)).to_vector<double>();
+  std::vector<double> sum_want, prod_want, sc_want, r_want, r6_want;
   for (size_t i = 0; i < va.size(); ++i) {
-    CHECK(sum[i] == va[i] + vb[i]);
-    CHECK(prod[i] == va[i] * vb[i]);
-    CHECK(sc[i] == -2.5 * va[i]);
-    CHECK(r[i] == std::max(va[i], 0.0));
-    CHECK(r6[i] == std::min(std::max(8.0 * va[i], 0.0), 6.0));
+    sum_want.push_back(va[i] + vb[i]);
+    prod_want.push_back(va[i] * vb[i]);
+    sc_want.push_back(-2.5 * va[i]);
+    r_want.push_back(std::max(va[i], 0.0));
+    r6_want.push_back(std::min(std::max(8.0 * va[i], 0.0), 6.0));
   }
+  // One rounding each, the same as here: exact.
+  SEG_CHECK_CLOSE(sum, sum_want, Tolerance{});
+  SEG_CHECK_CLOSE(prod, prod_want, Tolerance{});
+  SEG_CHECK_CLOSE(sc, sc_want, Tolerance{});
+  SEG_CHECK_CLOSE(r, r_want, Tolerance{});
+  SEG_CHECK_CLOSE(r6, r6_want, Tolerance{});
   using Fn = std::function<Tensor(const std::vector<Tensor>&)>;
   const std::vector<std::pair<const char*, Fn>> fns = {
       {"add", [](const std::vector<Tensor>& in) { return ops::add(in[0], in[1]); }},
@@ -159,11 +160,12 @@ TEST_CASE("elementwise ops store f16 and bf16 and compute in f32") {
     CHECK(s.dtype() == dt);
     const auto va = a.to(DType::f32).to_vector<float>(), vb = b.to(DType::f32).to_vector<float>();
     const auto vs = s.to(DType::f32).to_vector<float>();
+    std::vector<float> want;
     for (size_t i = 0; i < va.size(); ++i) {
       const float exact = va[i] + vb[i];
-      const float rounded = dt == DType::f16 ? static_cast<float>(f16(exact)) : static_cast<float>(bf16(exact));
-      CHECK(vs[i] == rounded);  // one rounding of the f32 result
+      want.push_back(dt == DType::f16 ? static_cast<float>(f16(exact)) : static_cast<float>(bf16(exact)));
     }
+    SEG_CHECK_CLOSE(vs, want, Tolerance{});  // one rounding of the f32 result
   }
 }
 
@@ -176,12 +178,12 @@ TEST_CASE("softmax_nll_loss: value against the reference, ignore index, gradient
       cpu::softmax_nll_forward_ref(logits.data<double>(), labels.data<int32_t>(), 30, 7);
   REQUIRE(ref.valid > 0);
   CHECK(ref.valid < 30);  // some pixels are ignored
-  CHECK(loss.item() == doctest::Approx(ref.loss_sum / ref.valid).epsilon(1e-12));
+  SEG_CHECK_CLOSE(loss.item(), ref.loss_sum / ref.valid, Tolerance{0, 1e-12});
   const GradCheckResult r = gradcheck(
       [&](const std::vector<Tensor>& in) { return ops::softmax_nll_loss(in[0], in[1]); }, {logits, labels});
   CHECK_MESSAGE(r.ok, r.report);
   // f32 logits give the f32 loss within rounding.
-  CHECK(ops::softmax_nll_loss(logits.to(DType::f32), labels).item() == doctest::Approx(loss.item()).epsilon(1e-5));
+  SEG_CHECK_CLOSE(ops::softmax_nll_loss(logits.to(DType::f32), labels).item(), loss.item(), Tolerance{0, 1e-5});
 }
 
 TEST_CASE("softmax_nll_loss: every pixel ignored gives 0 and a zero gradient; bad labels are data errors") {
@@ -189,9 +191,9 @@ TEST_CASE("softmax_nll_loss: every pixel ignored gives 0 and a zero gradient; ba
   logits.set_requires_grad(true);
   const Tensor none = Tensor::full({1, 2, 2}, -1, DType::i32);
   const Tensor loss = ops::softmax_nll_loss(logits, none);
-  CHECK(loss.item() == 0.0);
+  SEG_CHECK_CLOSE(loss.item(), 0.0, Tolerance{});
   loss.backward();
-  for (double g : logits.grad().to_vector<double>()) CHECK(g == 0.0);
+  SEG_CHECK_CLOSE(logits.grad(), Tensor::zeros(logits.shape(), DType::f64), Tolerance{});
   Tensor bad = Tensor::zeros({1, 2, 2}, DType::i32);
   bad.data<int32_t>()[3] = 3;
   try {
@@ -215,10 +217,10 @@ TEST_CASE("relu/relu6 backward select like PyTorch: no gradient where x <= 0 (or
     const auto& want = six ? want_relu6 : want_relu;
     std::vector<float> dx(x.size());
     cpu::relu_backward(x.data(), dy.data(), dx.data(), static_cast<int64_t>(x.size()), six);
-    for (size_t i = 0; i < x.size(); ++i) CHECK(dx[i] == want[i]);
+    SEG_CHECK_CLOSE(dx, want, Tolerance{});
     std::vector<f16> xh, dyh, dxh(x.size());  // the 16-bit path widens tiles and runs the same select
     for (size_t i = 0; i < x.size(); ++i) xh.push_back(f16(x[i])), dyh.push_back(f16(dy[i]));
     cpu::relu_backward(xh.data(), dyh.data(), dxh.data(), static_cast<int64_t>(x.size()), six);
-    for (size_t i = 0; i < x.size(); ++i) CHECK(static_cast<float>(dxh[i]) == want[i]);
+    SEG_CHECK_CLOSE(dxh, want, Tolerance{});
   }
 }

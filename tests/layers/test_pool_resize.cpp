@@ -9,8 +9,8 @@
 #include "tests/layers/test_helpers.h"
 
 using namespace seg;
-using seg::test::max_abs_diff;
 using seg::test::randn;
+using seg::test::Tolerance;
 
 TEST_CASE("max_pool2d 3x3 s2 p1 gives ceil(H/2) and equals the reference, ties and NaN included") {
   for (int64_t H : {1, 2, 5, 8, 9}) {
@@ -29,18 +29,28 @@ TEST_CASE("max_pool2d 3x3 s2 p1 gives ceil(H/2) and equals the reference, ties a
     cpu::maxpool2d_forward_ref(s, x.data<float>(), y_ref.data<float>(), arg_ref.data<int32_t>());
     Tensor y2 = Tensor::empty(y.shape()), arg = Tensor::empty(y.shape(), DType::i32);
     cpu::maxpool2d_forward(s, x.data<float>(), y2.data<float>(), arg.data<int32_t>());
-    // The reference ignores NaN semantics; compare the windows without the NaN exactly.
-    const auto vy = y2.to_vector<float>(), vr = y_ref.to_vector<float>();
-    const auto ai = arg.to_vector<int32_t>(), ar = arg_ref.to_vector<int32_t>();
+    // The reference ignores NaN semantics (it keeps the first maximum it compares true with): the
+    // expected values are the reference's, except in the windows that hold the planted NaN, which
+    // must be NaN as in PyTorch (their argmax is not compared).
+    const int64_t planted = x.numel() / 2, pc = planted % 3, pw = (planted / 3) % W, ph = (planted / (3 * W)) % H,
+                  pn = planted / (3 * W * H);
+    const auto vy = y2.to_vector<float>(), vy_op = y.to_vector<float>();
+    auto want = y_ref.to_vector<float>();
+    auto ai = arg.to_vector<int32_t>(), ar = arg_ref.to_vector<int32_t>();
     int nan_windows = 0;
-    for (size_t i = 0; i < vy.size(); ++i) {
-      if (std::isnan(vy[i])) {
-        ++nan_windows;
-        continue;
-      }
-      CHECK(vy[i] == vr[i]);
-      CHECK(ai[i] == ar[i]);  // the first maximum in window order
-    }
+    for (int64_t n = 0; n < 2; ++n)
+      for (int64_t ho = 0; ho < y.size(1); ++ho)
+        for (int64_t wo = 0; wo < y.size(2); ++wo) {
+          const bool holds = n == pn && std::abs(ph - 2 * ho) <= 1 && std::abs(pw - 2 * wo) <= 1;
+          if (!holds) continue;
+          const size_t i = static_cast<size_t>(((n * y.size(1) + ho) * y.size(2) + wo) * 3 + pc);
+          want[i] = std::numeric_limits<float>::quiet_NaN();
+          ai[i] = ar[i] = -1;
+          ++nan_windows;
+        }
+    SEG_CHECK_CLOSE(vy, want, Tolerance{});
+    SEG_CHECK_CLOSE(ai, ar, Tolerance{});     // the first maximum in window order
+    SEG_CHECK_CLOSE(vy_op, vy, Tolerance{});  // the op gives the kernel's result
     CHECK(nan_windows >= 1);  // NaN propagates, as in PyTorch
   }
 }
@@ -62,6 +72,7 @@ TEST_CASE("adaptive_avg_pool2d uses PyTorch's window rule (PPM scales on sizes t
     CAPTURE(s);
     const Tensor y = ops::adaptive_avg_pool2d(x, s, s);
     const auto vx = x.to_vector<double>(), vy = y.to_vector<double>();
+    std::vector<double> want(vy.size());
     for (int64_t n = 0; n < 2; ++n)
       for (int64_t i = 0; i < s; ++i)
         for (int64_t j = 0; j < s; ++j)
@@ -74,8 +85,9 @@ TEST_CASE("adaptive_avg_pool2d uses PyTorch's window rule (PPM scales on sizes t
             double sum = 0;
             for (int64_t h = h0; h < h1; ++h)
               for (int64_t w = w0; w < w1; ++w) sum += vx[((n * H + h) * W + w) * C + c];
-            CHECK(vy[((n * s + i) * s + j) * C + c] == doctest::Approx(sum / ((h1 - h0) * (w1 - w0))).epsilon(1e-12));
+            want[((n * s + i) * s + j) * C + c] = sum / static_cast<double>((h1 - h0) * (w1 - w0));
           }
+    SEG_CHECK_CLOSE(vy, want, Tolerance{1e-15, 1e-12});  // f64 sums in another order
     const GradCheckResult r =
         gradcheck([s](const std::vector<Tensor>& in) { return ops::adaptive_avg_pool2d(in[0], s, s); }, {x});
     CHECK_MESSAGE(r.ok, r.report);
@@ -114,10 +126,8 @@ TEST_CASE("resize_bilinear (align_corners=False) up and down against the definit
     CAPTURE(Wo);
     const Tensor y = ops::resize_bilinear(x, Ho, Wo);
     const auto ref = resize_naive(x.to_vector<double>(), 2, 5, 7, 3, Ho, Wo);
-    const auto v = y.to_vector<double>();
-    double err = 0;
-    for (size_t i = 0; i < v.size(); ++i) err = std::max(err, std::abs(v[i] - ref[i]));
-    CHECK(err < 1e-12);  // f64 tensors use f64 weights (f32 tensors use f32 weights, as PyTorch)
+    // f64 tensors use f64 weights (f32 tensors use f32 weights, as PyTorch)
+    SEG_CHECK_CLOSE(y.to_vector<double>(), ref, Tolerance{1e-12, 0});
     const GradCheckResult r = gradcheck(
         [Ho = Ho, Wo = Wo](const std::vector<Tensor>& in) { return ops::resize_bilinear(in[0], Ho, Wo); }, {x});
     CHECK_MESSAGE(r.ok, r.report);

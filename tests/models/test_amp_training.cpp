@@ -12,6 +12,7 @@
 #include "layers/conv2d.h"
 #include "layers/init.h"
 #include "models/toy_net.h"
+#include "tests/common/compare.h"
 
 using namespace seg;
 
@@ -70,8 +71,8 @@ TEST_CASE("50 steps: O1 and O2 losses track O0 (f16 and bf16)") {
     for (double v : l) REQUIRE(std::isfinite(v));
     // Band: the first loss within 2% (same weights, rounding only), the mean of the last 10 steps
     // within 15% of O0's (training noise from rounding compounds over 50 steps).
-    CHECK(l[0] == doctest::Approx(ref[0]).epsilon(0.02));
-    CHECK(mean_last(l, 10) == doctest::Approx(mean_last(ref, 10)).epsilon(0.15));
+    SEG_CHECK_CLOSE(l[0], ref[0], seg::test::Tolerance{0, 0.02});
+    SEG_CHECK_CLOSE(mean_last(l, 10), mean_last(ref, 10), seg::test::Tolerance{0, 0.15});
   }
 }
 

@@ -5,8 +5,10 @@
 
 #include "core/rng.h"
 #include "models/registry.h"
+#include "tests/common/compare.h"
 
 using namespace seg;
+using seg::test::Tolerance;
 
 namespace {
 
@@ -36,10 +38,10 @@ TEST_CASE("pixel accuracy is upstream's: argmax of the main head over labels >= 
   const PixelAccuracy a = pixel_accuracy(logits, labels);
   CHECK(a.valid == 3);
   CHECK(a.correct == 2);
-  CHECK(a.acc == doctest::Approx(2.0 / 3.0));
+  SEG_CHECK_CLOSE(a.acc, 2.0 / 3.0, Tolerance{0, 1e-9});  // 2 / (3 + 1e-10), as upstream
   const PixelAccuracy none = pixel_accuracy(logits, Tensor::full({1, 2, 2}, -1, DType::i32));
   CHECK(none.valid == 0);
-  CHECK(none.acc == 0.0);  // 0 / (0 + 1e-10)
+  SEG_CHECK_CLOSE(none.acc, 0.0, Tolerance{});  // 0 / (0 + 1e-10)
 }
 
 TEST_CASE("training loss = NLL(main) + deep_sup_scale * NLL(deep supervision); the loss backpropagates") {
@@ -51,7 +53,7 @@ TEST_CASE("training loss = NLL(main) + deep_sup_scale * NLL(deep supervision); t
   REQUIRE(out.deepsup_loss.defined());
   CHECK(out.logits.shape() == Shape{2, 5, 4, 5});
   CHECK(out.deepsup_logits.shape() == Shape{2, 5, 4, 5});
-  CHECK(out.loss.item() == doctest::Approx(out.main_loss.item() + 0.4 * out.deepsup_loss.item()).epsilon(1e-6));
+  SEG_CHECK_CLOSE(out.loss.item(), out.main_loss.item() + 0.4 * out.deepsup_loss.item(), Tolerance{0, 1e-6});  // f32 sum
   out.loss.backward();
   for (const auto& p : m->named_parameters()) {
     CAPTURE(p.name);
@@ -60,7 +62,7 @@ TEST_CASE("training loss = NLL(main) + deep_sup_scale * NLL(deep supervision); t
   // Without deep supervision the loss is the main term alone.
   const TrainOutput plain = mobilenet_c1("c1", 0.4)->forward_train(images, labels);
   CHECK_FALSE(plain.deepsup_loss.defined());
-  CHECK(plain.loss.item() == plain.main_loss.item());
+  SEG_CHECK_CLOSE(plain.loss.item(), plain.main_loss.item(), Tolerance{});
 }
 
 TEST_CASE("inference: softmax probabilities at the requested size, no autograd graph") {
@@ -70,11 +72,13 @@ TEST_CASE("inference: softmax probabilities at the requested size, no autograd g
   CHECK(prob.shape() == Shape{1, 31, 23, 5});
   CHECK_FALSE(prob.requires_grad());
   const auto v = prob.to_vector<float>();
+  std::vector<double> sums;
   for (size_t p = 0; p < v.size(); p += 5) {
     double s = 0;
     for (size_t k = 0; k < 5; ++k) s += v[p + k];
-    CHECK(s == doctest::Approx(1.0).epsilon(1e-5));
+    sums.push_back(s);
   }
+  SEG_CHECK_CLOSE(sums, std::vector<double>(sums.size(), 1.0), Tolerance{1e-6, 0});  // five f32 roundings
 }
 
 TEST_CASE("labels that do not match the decoder output are an error that says which config keys to check") {

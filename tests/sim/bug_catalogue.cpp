@@ -32,11 +32,9 @@ Outcome attempt(const std::function<void()>& launch, const std::function<size_t(
   return o;
 }
 
+// Elements a kernel got wrong (tests/common/compare.h: NaN counts, a wrong length is one).
 size_t mismatches(const std::vector<float>& got, const std::vector<double>& want, double rtol = 1e-5) {
-  size_t bad = 0;
-  for (size_t i = 0; i < got.size(); ++i)
-    if (!(std::fabs(got[i] - want[i]) <= 1e-6 + rtol * std::fabs(want[i]))) ++bad;
-  return bad;
+  return static_cast<size_t>(seg::test::compare(got, want, seg::test::Tolerance{1e-6, rtol}).mismatches);
 }
 
 std::vector<float> ramp(size_t n, float scale = 0.25f) {

@@ -34,20 +34,6 @@ std::vector<Config> all_configs() {
   return configs;
 }
 
-size_t count_mismatches(const std::vector<float>& got, const std::vector<double>& want, double atol, double rtol,
-                        const char* what, bool report) {
-  REQUIRE(got.size() == want.size());
-  size_t bad = 0;
-  for (size_t i = 0; i < got.size(); ++i) {
-    const double g = got[i], w = want[i];
-    if (!(std::fabs(g - w) <= atol + rtol * std::fabs(w))) {
-      if (report && bad < 5) MESSAGE(std::string(what) << ": element " << i << " is " << g << ", expected " << w);
-      ++bad;
-    }
-  }
-  return bad;
-}
-
 ChildResult run_child(const std::string& name, const std::vector<std::string>& env) {
   // The child's environment: ours without any SEG_SIM_* variable, plus `env`.
   std::vector<std::string> vars;

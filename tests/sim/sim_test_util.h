@@ -1,5 +1,5 @@
-// Helpers of the simulator's test suite: device buffers, schedules to sweep, element-wise
-// comparison, and running one test case in a child process (for faults that end the process:
+// Helpers of the simulator's test suite: device buffers, schedules to sweep (element-wise
+// comparison: tests/common/compare.h, included here), and running one test case in a child process (for faults that end the process:
 // segmentation faults, sanitizer reports).
 #pragma once
 
@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "kernels/sim/sim.h"
+#include "tests/common/compare.h"
 
 // Which sanitizer this build has (the CMake option SEG_SANITIZE).
 #if defined(__SANITIZE_ADDRESS__)
@@ -62,11 +63,6 @@ struct Config {
 std::vector<Config> all_configs();
 
 seg::sim::Options with_schedule(seg::sim::Schedule s, uint64_t seed = 1, int workers = 1);
-
-// Number of elements where |got - want| > atol + rtol * |want| (NaN in got counts as a mismatch);
-// with `report`, the first few go to the test log.
-size_t count_mismatches(const std::vector<float>& got, const std::vector<double>& want, double atol, double rtol,
-                        const char* what, bool report = true);
 
 // Result of running this executable on one test case in a child process.
 struct ChildResult {

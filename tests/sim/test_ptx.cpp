@@ -73,7 +73,7 @@ TEST_CASE("sim: mma.sync m16n8k16 (f16 and bf16) computes D = A*B + C for every 
     DeviceBuffer<uint16_t> da(a), db(b);
     DeviceBuffer<float> dc(c), dd(16 * 8);
     simtest::mma_probe(da.get(), db.get(), dc.get(), dd.get(), bf16);
-    CHECK(simtest::count_mismatches(dd.download(), want, 1e-5, 1e-6, "mma.sync") == 0);
+    SEG_CHECK_CLOSE(dd.download(), want, seg::test::Tolerance{1e-5, 1e-6});
   }
 }
 
@@ -125,7 +125,7 @@ TEST_CASE("sim: GEMM with cp.async double buffering, ldmatrix and mma.sync, ragg
       seg::sim::ScopedOptions scoped(config.options);
       dc.fill_bytes(0xFF);
       simtest::ptx_gemm(da.get(), db.get(), dc.get(), s.m, s.n, s.k);
-      CHECK(simtest::count_mismatches(dc.download(), want, 2e-5 * s.k, 1e-5, "ptx_gemm") == 0);
+      SEG_CHECK_CLOSE(dc.download(), want, seg::test::Tolerance{2e-5 * s.k, 1e-5});
     }
   }
 }

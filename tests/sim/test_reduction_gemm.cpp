@@ -34,7 +34,7 @@ TEST_CASE("sim: block reduction with shuffles, ballots, shared memory and atomic
       sum.fill_bytes(0);
       pos.fill_bytes(0);
       simtest::block_reduce(dx.get(), c.n, sum.get(), pos.get(), c.blocks, c.threads);
-      CHECK(sum.download()[0] == doctest::Approx(want_sum).epsilon(1e-5));
+      SEG_CHECK_CLOSE(sum.download()[0], want_sum, seg::test::Tolerance{0, 1e-5});  // f32 tree vs serial sum
       CHECK(pos.download()[0] == want_pos);
     }
   }
@@ -68,7 +68,7 @@ void check_gemm(int m, int n, int k, const std::vector<simtest::Config>& configs
     dc.fill_bytes(0xFF);
     simtest::wmma_gemm(da.get(), db.get(), dc.get(), m, n, k, 0.5f);
     // float accumulation in a different order than the reference: relative 1e-5 of the terms' scale.
-    CHECK(simtest::count_mismatches(dc.download(), want, 2e-5 * k, 1e-5, "wmma_gemm") == 0);
+    SEG_CHECK_CLOSE(dc.download(), want, seg::test::Tolerance{2e-5 * k, 1e-5});
   }
 }
 

@@ -61,7 +61,7 @@ TEST_CASE("sim: WMMA m16n16k16 __half with column-major A, B, C and D") {
   std::vector<float> row_major(256);
   for (int r = 0; r < 16; ++r)
     for (int col = 0; col < 16; ++col) row_major[r * 16 + col] = got[at(r, col, 16, 16, true)];
-  CHECK(simtest::count_mismatches(row_major, want, 1e-5, 1e-5, "col-major") == 0);
+  SEG_CHECK_CLOSE(row_major, want, seg::test::Tolerance{1e-5, 1e-5});
 }
 
 TEST_CASE("sim: WMMA m32n8k16 __nv_bfloat16") {
@@ -76,7 +76,7 @@ TEST_CASE("sim: WMMA m32n8k16 __nv_bfloat16") {
   DeviceBuffer<__nv_bfloat16> da(a), db(b);
   DeviceBuffer<float> dc(c), dd(c.size());
   simtest::wmma_bf16_m32n8k16(da.get(), db.get(), dc.get(), dd.get());
-  CHECK(simtest::count_mismatches(dd.download(), want, 1e-5, 1e-5, "bf16") == 0);
+  SEG_CHECK_CLOSE(dd.download(), want, seg::test::Tolerance{1e-5, 1e-5});
 }
 
 TEST_CASE("sim: WMMA m8n32k16 __half with a __half accumulator") {
@@ -93,7 +93,7 @@ TEST_CASE("sim: WMMA m8n32k16 __half with a __half accumulator") {
   std::vector<float> got;
   for (const __half h : dd.download()) got.push_back(__half2float(h));
   // The sums are small multiples of 1/32: exact in float and in half.
-  CHECK(simtest::count_mismatches(got, want, 0.0, 0.0, "half accumulator") == 0);
+  SEG_CHECK_CLOSE(got, want, seg::test::Tolerance{0.0, 0.0});
 }
 
 TEST_CASE("sim: WMMA m16n16k8 tf32 uses 10-bit mantissas") {
@@ -115,10 +115,10 @@ TEST_CASE("sim: WMMA m16n16k8 tf32 uses 10-bit mantissas") {
       [&](int r, int col) { return double(c[r * 16 + col]); });
   DeviceBuffer<float> da(a), db(b), dc(c), dd(256);
   simtest::wmma_tf32(da.get(), db.get(), dc.get(), dd.get());
-  CHECK(simtest::count_mismatches(dd.download(), want, 1e-5, 1e-5, "tf32") == 0);
+  SEG_CHECK_CLOSE(dd.download(), want, seg::test::Tolerance{1e-5, 1e-5});
   // The same product without rounding to tf32 differs: the 2^-12 in A is below tf32's precision.
   const auto exact = reference(
       16, 16, 8, [&](int r, int k) { return double(a[r * 8 + k]); }, [&](int k, int col) { return double(b[k * 16 + col]); },
       [&](int r, int col) { return double(c[r * 16 + col]); });
-  CHECK(simtest::count_mismatches(dd.download(), exact, 1e-7, 1e-7, "tf32 vs fp32", false) > 0);
+  CHECK_FALSE(seg::test::compare(dd.download(), exact, seg::test::Tolerance{1e-7, 1e-7}).ok());
 }

@@ -24,11 +24,18 @@ layouts segtrain uses; float32):
   <case>/metrics.npy            f64 [loss, acc, main_loss, deepsup_loss (0 if none)]
   <case>/grad.<param>.npy       gradients of a few parameters after loss.backward()
   <case>/after.<buffer>.npy     a few BN running statistics after the train-mode forward
+  <case>/f32_error.json         PyTorch's own float32 error on this case, per result above: the same
+                                case run again in float32 (same float32 weights and input), max
+                                |f32 - f64| over each tensor with max |f64| beside it, and the relative
+                                L2 error ||f32 - f64|| / ||f64||; for the metrics,
+                                loss, main_loss and deepsup_loss as relative errors and acc as the
+                                difference in pixels. The C++ bounds are multiples of these.
 
 Settings: one train-mode forward/backward first, with every BatchNorm at momentum 0.9
 (MODEL.bn_momentum; the running statistics start from the formula's values, not the identity, and end
 near this batch's) and the Dropout2d layers switched off (their masks are random); then inference on
-the running statistics the step left. The reference runs in float64 on weights rounded to float32.
+the running statistics the step left. The reference runs in float64 on weights rounded to float32;
+the stored tensors are its results rounded to float32.
 """
 import argparse
 import collections
@@ -114,7 +121,7 @@ class Upstream:
 
 
 def nhwc(t):
-    return t.detach().permute(0, 2, 3, 1).contiguous().float().numpy()
+    return t.detach().permute(0, 2, 3, 1).contiguous().double().numpy()
 
 
 def layout_text(module):
@@ -148,32 +155,13 @@ def summary(m):
             "digest": "%016x" % closed_form.fnv1a64(text)}
 
 
-class Saver:
-    """Writes each result as <case>/<key>.npy."""
+def run_case(up, name, enc_arch, dec_arch, fc_dim, extra_grads, images, labels, dtype):
+    """One case in `dtype`: {result name: float64 numpy array}, the names of the files above."""
+    results = {}
 
-    def __init__(self, out):
-        self.out = out
-        os.makedirs(out, exist_ok=True)
+    def save(key, array):
+        results[key] = np.asarray(array, dtype=np.float64)
 
-    def __call__(self, key, array):
-        np.save(os.path.join(self.out, key + ".npy"), array)
-
-
-class Reporter:
-    """Compares each result with the committed golden: PyTorch's own float32 error (--report-f32)."""
-
-    def __init__(self, out):
-        self.out = out
-
-    def __call__(self, key, array):
-        ref = np.load(os.path.join(self.out, key + ".npy")).astype(np.float64)
-        err = np.abs(np.asarray(array, dtype=np.float64) - ref).max()
-        print("   %-48s max err %.2e  max|ref| %.2e  rel %.2e" % (key, err, np.abs(ref).max(),
-                                                                 err / max(np.abs(ref).max(), 1e-30)))
-
-
-def run_case(up, root, name, enc_arch, dec_arch, fc_dim, extra_grads, images, labels, dtype=torch.float64):
-    save = Saver(os.path.join(root, name)) if dtype == torch.float64 else Reporter(os.path.join(root, name))
     enc = up.encoder(enc_arch)
     dec = up.decoder(dec_arch, fc_dim, NUM_CLASS)
     closed_form.fill_state_dict(enc)
@@ -201,12 +189,14 @@ def run_case(up, root, name, enc_arch, dec_arch, fc_dim, extra_grads, images, la
     hook.remove()
     pred = captured[0][0] if deep_sup else captured[0]
     save("train_logprob", nhwc(pred))
+    valid = int((label >= 0).sum())
     main_loss = crit(pred, label).item()
     ds_loss = 0.0
     if deep_sup:
         save("train_logprob_deepsup", nhwc(captured[0][1]))
         ds_loss = crit(captured[0][1], label).item()
     save("metrics", np.array([loss.item(), acc.item(), main_loss, ds_loss]))
+    results["valid_pixels"] = valid
     loss.backward()
 
     first = FIRST_CONV.get(enc_arch, "encoder.conv1.weight")
@@ -216,11 +206,11 @@ def run_case(up, root, name, enc_arch, dec_arch, fc_dim, extra_grads, images, la
         g = params[pname].grad.detach()
         if g.dim() == 4:
             g = g.permute(0, 2, 3, 1)
-        save("grad." + pname, g.contiguous().float().numpy())
+        save("grad." + pname, g.contiguous().numpy())
     buffers = dict(seg.named_buffers())
     for bn in [FIRST_BN.get(enc_arch, "encoder.bn1"), DECODER_BN[dec_arch]]:
         for stat in ("running_mean", "running_var"):
-            save("after.%s.%s" % (bn, stat), buffers[bn + "." + stat].float().numpy())
+            save("after.%s.%s" % (bn, stat), buffers[bn + "." + stat].numpy())
 
     # Inference of image 0 at SEG_SIZE (decoder use_softmax on, as eval.py builds it), with the
     # running statistics the step above left.
@@ -229,8 +219,39 @@ def run_case(up, root, name, enc_arch, dec_arch, fc_dim, extra_grads, images, la
     with torch.no_grad():
         prob = seg({"img_data": x[:1]}, segSize=SEG_SIZE)
     save("eval_prob", nhwc(prob))
-    print("%-30s loss %.6f acc %.4f  max|logprob| %.2f  max eval prob %.4f" % (name, loss.item(), acc.item(),
-          pred.abs().max().item(), prob.max().item()))
+    print("%-30s %s loss %.6f acc %.4f  max|logprob| %.2f  max eval prob %.4f" % (
+        name, str(dtype)[6:], loss.item(), acc.item(), pred.abs().max().item(), prob.max().item()))
+    return results
+
+
+def save_case(folder, ref, f32):
+    """The float64 results as float32 files, and PyTorch's float32 error on each in f32_error.json."""
+    os.makedirs(folder, exist_ok=True)
+    errors = {}
+    for key, value in ref.items():
+        if key == "valid_pixels":
+            continue
+        if key == "metrics":  # f64 file: loss, acc, main_loss, deepsup_loss
+            np.save(os.path.join(folder, key + ".npy"), value)
+            for i, metric in enumerate(("loss", "acc", "main_loss", "deepsup_loss")):
+                if metric == "acc":  # pixel accuracy: how many pixels' argmax float32 flips
+                    errors["metrics.acc_pixels"] = float(round(abs(f32[key][i] - value[i]) * ref["valid_pixels"]))
+                elif value[i] != 0:
+                    errors["metrics." + metric] = float(abs(f32[key][i] - value[i]) / abs(value[i]))
+            continue
+        np.save(os.path.join(folder, key + ".npy"), value.astype(np.float32))
+        err = np.abs(f32[key] - value)
+        errors[key] = {"max_abs_err": float(err.max()), "max_abs_ref": float(np.abs(value).max()),
+                       "rel_l2_err": float(np.linalg.norm(err) / max(np.linalg.norm(value), 1e-300))}
+    with open(os.path.join(folder, "f32_error.json"), "w") as f:
+        json.dump(errors, f, indent=1, sort_keys=True)
+        f.write("\n")
+    for key, e in sorted(errors.items()):
+        if isinstance(e, dict):
+            print("   %-48s torch f32 err %.2e  max|ref| %.2e  rel %.2e" % (
+                key, e["max_abs_err"], e["max_abs_ref"], e["max_abs_err"] / max(e["max_abs_ref"], 1e-30)))
+        else:
+            print("   %-48s torch f32 %s %.2e" % (key, "pixels" if key.endswith("pixels") else "rel err", e))
 
 
 def make_labels(rng, n, h, w):
@@ -245,9 +266,6 @@ def main():
                         + MIRROR + ")")
     parser.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "..", "..", "tests", "golden", "models"))
     parser.add_argument("--only", nargs="*", help="case names to (re)generate")
-    parser.add_argument("--report-f32", action="store_true",
-                        help="write nothing; run each case in float32 and print its error against the goldens "
-                        "(the basis of the float32 tolerances in tests/models/test_model_goldens.cpp)")
     args = parser.parse_args()
     root = os.path.abspath(args.out)
     os.makedirs(root, exist_ok=True)
@@ -258,12 +276,11 @@ def main():
     rng = np.random.default_rng(2024)
     images = rng.standard_normal((2, 49, 41, 3)).astype(np.float32)
     labels = {8: make_labels(rng, 2, 7, 6), 4: make_labels(rng, 2, 13, 11)}
-    if not args.report_f32:
-        np.save(os.path.join(root, "input.npy"), images)
-        np.save(os.path.join(root, "labels_s8.npy"), labels[8])
-        np.save(os.path.join(root, "labels_s4.npy"), labels[4])
+    np.save(os.path.join(root, "input.npy"), images)
+    np.save(os.path.join(root, "labels_s8.npy"), labels[8])
+    np.save(os.path.join(root, "labels_s4.npy"), labels[4])
 
-    if not args.only and not args.report_f32:
+    if not args.only:
         with open(os.path.join(root, "architectures.json"), "w") as f:
             json.dump(architectures(up), f, indent=1, sort_keys=True)
             f.write("\n")
@@ -271,10 +288,10 @@ def main():
         if args.only and name not in args.only:
             continue
         stride = 4 if enc in ("hrnetv2", "resnet50", "resnet101") else 8
-        run_case(up, root, name, enc, dec, fc, grads, images, labels[stride],
-                 torch.float32 if args.report_f32 else torch.float64)
-    if not args.report_f32:
-        print("golden files written to", root)
+        ref = run_case(up, name, enc, dec, fc, grads, images, labels[stride], torch.float64)
+        f32 = run_case(up, name, enc, dec, fc, grads, images, labels[stride], torch.float32)
+        save_case(os.path.join(root, name), ref, f32)
+    print("golden files written to", root)
 
 
 if __name__ == "__main__":
