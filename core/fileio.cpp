@@ -28,11 +28,19 @@ std::vector<char> read_file(const std::string& path) {
 }
 
 namespace {
+// The hint for an errno a user can act on.
+void add_hint(Error& e, int err) {
+  if (err == ENOSPC || err == EFBIG || err == EDQUOT)
+    e.hint("free disk space (or raise the file-size limit, ulimit -f)");
+  else if (err == EACCES || err == EPERM || err == EROFS)
+    e.hint("the folder is not writable by this user (or is on a read-only file system): write somewhere else, or "
+           "fix its permissions");
+}
+
 Error write_error(const std::string& path, int err) {
   Error e(ErrorKind::runtime, str("writing '", path, "' failed: ", std::strerror(err)));
   e.file(path);
-  if (err == ENOSPC || err == EFBIG || err == EDQUOT)
-    e.hint("free disk space (or raise the file-size limit, ulimit -f) and run the command again");
+  add_hint(e, err);
   return e;
 }
 
@@ -47,7 +55,13 @@ std::string folder_of(const std::string& path) {
 void write_file_atomic(const std::string& path, const void* data, size_t size) {
   const std::string tmp = path + ".tmp." + std::to_string(::getpid());
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) throw Error(ErrorKind::runtime, str("cannot write '", path, "': ", std::strerror(errno))).file(path);
+  if (fd < 0) {
+    const int err = errno;
+    Error e(ErrorKind::runtime, str("cannot write '", path, "': ", std::strerror(err)));
+    e.file(path);
+    add_hint(e, err);
+    throw e;
+  }
   const char* p = static_cast<const char*>(data);
   size_t left = size;
   while (left > 0) {
@@ -103,7 +117,15 @@ FileDigest file_digest(const std::string& path) {
 void make_dirs(const std::string& path) {
   std::error_code ec;
   std::filesystem::create_directories(path, ec);
-  if (ec) throw Error(ErrorKind::runtime, str("cannot create folder '", path, "': ", ec.message())).file(path);
+  if (ec) {
+    Error e(ErrorKind::runtime, str("cannot create folder '", path, "': ", ec.message()));
+    e.file(path);
+    if (ec == std::errc::not_a_directory || ec == std::errc::file_exists)
+      e.hint("a part of the path is a file, not a folder: choose another path");
+    else
+      add_hint(e, ec.value());
+    throw e;
+  }
 }
 
 bool file_exists(const std::string& path) {

@@ -48,9 +48,17 @@ bool has_length(int m) { return m == 0xDD || m == 0xDB || (m >= 0xE0 && m <= 0xE
 
 JpegCheck check_jpeg_for_stb(const uint8_t* data, size_t size, bool header_only) {
   JpegCheck out;
-  if (size < 2 || data[0] != 0xFF || data[1] != 0xD8) return out;  // not a JPEG: stb's other decoders
+  // stb reads the start-of-image marker as any other: FF, any number of FF fill bytes, D8. A file
+  // starting FF FF D8 is a JPEG to it, so it is one here too.
   Walker w(data, size);
-  w.skip(2);
+  if (w.get8() != 0xFF) return out;  // not a JPEG: stb's other decoders
+  int soi = 0xFF;
+  while (soi == 0xFF && !w.at_end()) soi = w.get8();
+  if (soi == 0xFF) {  // only fill bytes so far
+    out.incomplete = header_only;
+    return out;
+  }
+  if (soi != 0xD8) return out;
   // Before the frame header: stb skips stray bytes up to the next FF.
   for (;;) {
     while (!w.at_end() && data[w.pos()] != 0xFF) w.skip(1);

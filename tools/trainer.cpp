@@ -1,5 +1,7 @@
 #include "tools/trainer.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -112,8 +114,10 @@ Error save_failed(const Error& e, int64_t step, int64_t committed_step, const st
                                          train_state_path(dir), ") is intact")
                                    : std::string("no earlier checkpoint exists")));
   if (!e.context("file").empty()) out.file(e.context("file"));
-  out.hint(committed_step > 0 ? "free disk space (or raise ulimit -f) and continue with segtrain train ... --resume"
-                              : "free disk space (or raise ulimit -f) and train again");
+  // The write's own hint says what to fix (core/fileio.cpp: disk space, permissions); then how to go on.
+  std::string fix = e.context("what to do");
+  if (fix.empty()) fix = "fix the cause named above";
+  out.hint(fix + (committed_step > 0 ? "; then continue with segtrain train ... --resume" : "; then train again"));
   return out;
 }
 
@@ -226,7 +230,9 @@ TrainSummary run_training(const Config& cfg, const CommonFlags& flags, const Tra
       write();
     } catch (const Error& e) {
       if (e.kind() != ErrorKind::runtime) throw;
-      for (const std::string& f : uncommitted) std::remove(f.c_str());
+      // unlink, not std::remove: the failure may be that a folder stands where the file goes, and
+      // std::remove would delete that (empty) folder too.
+      for (const std::string& f : uncommitted) ::unlink(f.c_str());
       throw save_failed(e, step, committed_step, cfg.DIR);
     }
   };

@@ -2,6 +2,7 @@
 // stb's JPEG decoder is from libjpeg's (Pillow's).
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 
@@ -158,6 +159,12 @@ TEST_CASE("a JPEG whose Huffman table declares more than 256 codes is refused be
   CHECK(header.context("file") == dir / "early.jpg");
   CHECK(std::string(header.what()).find("declares 272 codes") != std::string::npos);
   CHECK(check_jpeg_for_stb(early.data(), early.size(), true).problem.find("272") != std::string::npos);
+  // stb takes FF fill bytes before the start-of-image marker (FF FF FF D8 starts a JPEG for it).
+  std::vector<uint8_t> filled(early.size() + 2, 0xFF);  // (insert() trips GCC 12's -Warray-bounds)
+  std::copy(early.begin(), early.end(), filled.begin() + 2);
+  CHECK(check_jpeg_for_stb(filled.data(), filled.size(), true).problem.find("272") != std::string::npos);
+  CHECK(std::string(expect_error([&] { decode_image_rgb(filled, "filled.jpg"); }).what()).find("272") !=
+        std::string::npos);
 
   // The check passes real files: the fixture photo (full walk and header walk) and a PNG.
   const std::vector<uint8_t> photo = read_file_bytes(golden("jpeg_photo_q90.jpg"), "image");

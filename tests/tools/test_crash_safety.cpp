@@ -13,8 +13,12 @@
 // the run's first two saves (k random in 1..24) and kills after a random 0-0.3 or 0-6 ms, which lands inside
 // a write, between a write and its rename, between two files, just after a commit, or in the step
 // between two saves. The seed is fixed and printed; the counts of each outcome are printed too.
+//
+// Also: a run folder segtrain may not create or write (a clear error before the first step), and a
+// save that fails for a reason other than space (a folder where the epoch file goes).
 #include <doctest/doctest.h>
 
+#include <grp.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/inotify.h>
@@ -302,6 +306,78 @@ TEST_CASE("a partial checkpoint set (epoch files no train state names, a dead wr
   CHECK(contains(r.output, "at step 2 of 4"));
   CHECK_FALSE(file_exists(dir + "/" + tmp));
   // Rewritten by the resumed run: the same bytes as an uninterrupted run.
+  CHECK(read_file(dir + "/encoder_epoch_2.safetensors") == read_file(ref + "/encoder_epoch_2.safetensors"));
+  CHECK(read_file(dir + "/decoder_epoch_2.safetensors") == read_file(ref + "/decoder_epoch_2.safetensors"));
+}
+
+namespace {
+// In the child before exec: drop root, so that a folder's permissions apply (root writes anywhere).
+// Without root the test process's own user is already bound by them.
+void drop_root_in_child() {
+  if (::geteuid() != 0) return;
+  const uid_t nobody = 65534;
+  if (::setgroups(0, nullptr) != 0 || ::setresgid(nobody, nobody, nobody) != 0 || ::setresuid(nobody, nobody, nobody) != 0)
+    std::_Exit(125);
+}
+}  // namespace
+
+TEST_CASE("an unwritable run folder: a clear error before the first step, nothing written") {
+  // DIR below a regular file: the folder cannot even be created (also as root).
+  const std::string base = seg::test::fresh_dir("unwritable");
+  fs::create_directories(base);
+  std::ofstream(base + "/a_file") << "not a folder";
+  const std::string under_file = base + "/a_file/run";
+  const auto r = seg::test::run_segtrain(train_args(under_file, 1, 2));
+  CAPTURE(r.output);
+  CHECK(r.exit_code == 1);
+  CHECK(contains(r.output, "segtrain: error: cannot create folder '" + under_file + "': Not a directory"));
+  CHECK(contains(r.output, "a part of the path is a file, not a folder"));
+  CHECK_FALSE(contains(r.output, "segtrain train:"));  // the banner comes after config.json, before step 1
+  CHECK(read_text(base + "/a_file") == "not a folder");
+
+  // DIR exists but this user may not write into it (a root test process runs segtrain as nobody).
+  const std::string locked = base + "/locked";
+  fs::create_directories(locked);
+  fs::permissions(locked, fs::perms::owner_read | fs::perms::owner_exec | fs::perms::group_read |
+                              fs::perms::group_exec | fs::perms::others_read | fs::perms::others_exec);
+  const std::string log = seg::test::scratch_path("unwritable_output.txt");
+  const int code = wait_exit(spawn_segtrain(train_args(locked, 1, 2), log, drop_root_in_child));
+  const std::string output = read_text(log);
+  CAPTURE(output);
+  CHECK(code == 1);
+  CHECK(contains(output, "segtrain: error: cannot write '" + locked + "/config.json': Permission denied"));
+  CHECK(contains(output, "the folder is not writable by this user"));
+  CHECK_FALSE(contains(output, "segtrain train:"));
+  CHECK(fs::is_empty(locked));  // no config.json, no temporary
+  fs::permissions(locked, fs::perms::owner_all, fs::perm_options::add);
+}
+
+TEST_CASE("a save that fails for another reason (a folder where the epoch file goes): the error names it, the "
+          "previous checkpoint and the folder stay, the resume after is exact" * doctest::test_suite("slow")) {
+  const std::string dir = seg::test::fresh_dir("save_blocked");
+  const std::string ref = seg::test::fresh_dir("save_blocked_reference");
+  REQUIRE(seg::test::run_segtrain(train_args(ref, 2, 2)).exit_code == 0);
+  REQUIRE(seg::test::run_segtrain(train_args(dir, 2, 2, {"--stop-after", "2"})).exit_code == 0);
+  const std::vector<char> state = read_file(dir + "/train_state.safetensors");
+  fs::create_directory(dir + "/encoder_epoch_2.safetensors");  // the rename over it fails: EISDIR
+
+  const auto r = seg::test::run_segtrain(train_args(dir, 2, 2, {"--resume"}));
+  CAPTURE(r.output);
+  CHECK(r.exit_code == 1);
+  CHECK(contains(r.output, "segtrain: error: saving the checkpoint of step 4 failed: writing '" + dir +
+                               "/encoder_epoch_2.safetensors' failed: Is a directory; the last complete checkpoint (step 2, " +
+                               dir + "/train_state.safetensors) is intact"));
+  CHECK(contains(r.output, "fix the cause named above; then continue with segtrain train ... --resume"));
+  CHECK_FALSE(contains(r.output, "free disk space"));  // not a space problem
+  CHECK(read_file(dir + "/train_state.safetensors") == state);
+  CHECK(fs::is_directory(dir + "/encoder_epoch_2.safetensors"));  // the user's folder is not deleted
+  CHECK(temporaries(dir).empty());
+
+  fs::remove(dir + "/encoder_epoch_2.safetensors");
+  const auto again = seg::test::run_segtrain(train_args(dir, 2, 2, {"--resume"}));
+  CAPTURE(again.output);
+  REQUIRE(again.exit_code == 0);
+  CHECK(contains(again.output, "at step 2 of 4"));
   CHECK(read_file(dir + "/encoder_epoch_2.safetensors") == read_file(ref + "/encoder_epoch_2.safetensors"));
   CHECK(read_file(dir + "/decoder_epoch_2.safetensors") == read_file(ref + "/decoder_epoch_2.safetensors"));
 }
