@@ -250,7 +250,9 @@ TEST_CASE("a full disk while saving: a clear error, the previous checkpoint inta
   REQUIRE(limit < state.size());
   const std::string log = seg::test::scratch_path("disk_full_output.txt");
   const pid_t pid = spawn_segtrain(train_args(dir, 2, 2, {"--resume"}), log, [limit] {
-    ::signal(SIGXFSZ, SIG_IGN);  // write() then fails with EFBIG instead of killing the process
+    // SIGXFSZ stays at its default here, as after `ulimit -f` in a shell: segtrain must ignore it
+    // itself (tools/main.cpp), else the kernel kills it mid-write instead of write() failing.
+    ::signal(SIGXFSZ, SIG_DFL);
     rlimit r{limit, limit};
     ::setrlimit(RLIMIT_FSIZE, &r);
   });
