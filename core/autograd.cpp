@@ -87,18 +87,21 @@ Edge gradient_edge(const Tensor& t) {
 
 std::shared_ptr<Node> record(const char* op, const std::vector<Tensor>& inputs, const std::vector<Tensor>& outputs,
                              BackwardFn backward) {
-  if (op_observers_installed()) notify_op_forward(op, inputs, outputs);
-  if (!any_requires_grad(inputs)) return nullptr;
-  auto node = std::make_shared<Node>(op, static_cast<int>(outputs.size()));
-  node->next_.reserve(inputs.size());
-  for (const Tensor& in : inputs) node->next_.push_back(in.defined() ? gradient_edge(in) : Edge{});
-  node->backward_ = std::move(backward);
-  for (size_t i = 0; i < outputs.size(); ++i) {
-    AutogradMeta& m = meta(outputs[i]);
-    m.requires_grad = true;
-    m.grad_fn = node;
-    m.output_nr = static_cast<int>(i);
+  std::shared_ptr<Node> node;
+  if (any_requires_grad(inputs)) {
+    node = std::make_shared<Node>(op, static_cast<int>(outputs.size()));
+    node->next_.reserve(inputs.size());
+    for (const Tensor& in : inputs) node->next_.push_back(in.defined() ? gradient_edge(in) : Edge{});
+    node->backward_ = std::move(backward);
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      AutogradMeta& m = meta(outputs[i]);
+      m.requires_grad = true;
+      m.grad_fn = node;
+      m.output_nr = static_cast<int>(i);
+    }
   }
+  // After the node exists, so an observer can find it through outputs[0].grad_fn().
+  if (op_observers_installed()) notify_op_forward(op, inputs, outputs);
   return node;
 }
 
@@ -145,6 +148,7 @@ void add_to_slot(Tensor& slot, Tensor g) {
 void run_backward(const std::vector<Tensor>& roots, const std::vector<Tensor>& grads) {
   SEG_ASSERT(roots.size() == grads.size());
   NoGradGuard no_grad;  // backward rules compute with plain tensors
+  BackwardScope in_backward;  // ... and their ops are not forward ops to an observer
 
   std::vector<Edge> root_edges;
   for (size_t i = 0; i < roots.size(); ++i) {
@@ -203,6 +207,7 @@ void run_backward(const std::vector<Tensor>& roots, const std::vector<Tensor>& g
     std::vector<Tensor> grads_in;
     if (any) {
       grads_in = n->apply(grads_out);
+      if (op_observers_installed()) notify_op_backward(*n, grads_out, grads_in);
     }
     grads_out.clear();
     const auto& edges = n->next_edges();

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdio>
 #include <map>
+#include <optional>
 #include <nlohmann/json.hpp>
 
 #include "core/allocator.h"
@@ -11,11 +12,13 @@
 #include "core/autograd.h"
 #include "core/fileio.h"
 #include "core/numbers.h"
+#include "core/op_observer.h"
 #include "core/profiler.h"
 #include "core/rng.h"
 #include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/thread_pool.h"
 #include "layers/amp_model.h"
+#include "layers/anomaly.h"
 #include "layers/autocast.h"
 #include "models/registry.h"
 #include "tools/cli.h"
@@ -28,7 +31,7 @@ namespace {
 const char* kUsage =
     "usage: segtrain bench [--model ENCODER-DECODER | --cfg FILE] [--size S] [--batch B] [--steps N]\n"
     "                      [--warmup N] [--amp LEVEL] [--amp-dtype T] [--num-class K] [--ops-json FILE]\n"
-    "                      [--threads N] [--device D]\n"
+    "                      [--detect-anomaly] [--threads N] [--device D]\n"
     "\n"
     "Times N training steps (after warm-up) of a model on random S x S images: forward, backward and\n"
     "optimizer step, images per second and peak memory, then a table of the time spent per op. The\n"
@@ -37,6 +40,7 @@ const char* kUsage =
     "tools/bench/torch_ops.py, which times the same ops in PyTorch and prints the ratio.\n"
     "With dynamic loss scaling (--amp O1..O3 in f16) warm-up counts only steps that were applied\n"
     "(the first steps usually overflow while the scale settles); skipped steps are reported.\n"
+    "--detect-anomaly runs the checker of `segtrain train --detect-anomaly` on every op (its cost).\n"
     "\n"
     "defaults: --model mobilenetv2dilated-c1_deepsup --size 256 --batch 4 --steps 3 --warmup 2\n"
     "\n"
@@ -55,11 +59,17 @@ int cmd_bench(const Args& args) {
     return 0;
   }
   const CommonFlags flags = parse_common_flags(
-      args, {}, {"--model", "--size", "--batch", "--steps", "--warmup", "--num-class", "--ops-json"});
+      args, {"--detect-anomaly"}, {"--model", "--size", "--batch", "--steps", "--warmup", "--num-class", "--ops-json"});
+  bool detect_anomaly = false;
   std::string model_name = "mobilenetv2dilated-c1_deepsup", ops_json;
   int64_t size = 256, batch = 4, steps = 3, warmup = 2, num_class = 150;
   auto number = [](const std::string& flag, const std::string& v) { return int_flag(flag, v, 1); };
   for (size_t i = 0; i < flags.rest.size(); i += 2) {
+    if (flags.rest[i] == "--detect-anomaly") {
+      detect_anomaly = true;
+      --i;  // a flag without a value
+      continue;
+    }
     const std::string &a = flags.rest[i], &v = flags.rest[i + 1];
     if (a == "--model") model_name = v;
     else if (a == "--size") size = number(a, v);
@@ -113,6 +123,11 @@ int cmd_bench(const Args& args) {
   // state (momentum, master gradients), so measuring then would report too little memory and time.
   // 50 skipped warm-up steps would mean the scaler cannot find a working scale: an error.
   int64_t applied = 0, skipped_in_warmup = 0;  // the scaler counts the skipped steps
+  std::optional<AnomalyDetector> anomaly;
+  if (detect_anomaly) {
+    anomaly.emplace(*model);
+    std::printf("--detect-anomaly: every op's outputs and gradients are checked for inf/NaN\n");
+  }
   bool measuring = false;
   for (int64_t measured_steps = 0; measured_steps < steps;) {
     if (!measuring && applied >= warmup) {
@@ -126,6 +141,12 @@ int cmd_bench(const Args& args) {
     model->train(true);
     enc.zero_grad();
     dec.zero_grad();
+    // --detect-anomaly: the checker of `segtrain train --detect-anomaly` on every op, to measure its cost.
+    std::optional<ScopedOpObserver> observing;
+    if (anomaly) {
+      anomaly->begin_step(scaler.scale(), scaler.enabled() && scaler.options().dynamic);
+      observing.emplace(*anomaly);
+    }
     auto t0 = std::chrono::steady_clock::now();
     TrainOutput out;
     {
@@ -136,6 +157,7 @@ int cmd_bench(const Args& args) {
     t0 = std::chrono::steady_clock::now();
     scaled_backward(out.loss, scaler);
     const double b = since(t0);
+    observing.reset();
     t0 = std::chrono::steady_clock::now();
     const StepOutcome outcome = unscale_and_step(scaler, {&enc, &dec});
     const double o = since(t0);

@@ -12,8 +12,8 @@ namespace seg::cli {
 namespace {
 const char* kUsage =
     "usage: segtrain train --cfg FILE [--gpus 0 | --device cpu] [--amp O0|O1|O2|O3] [--amp-dtype f16|bf16]\n"
-    "                      [--loss-scale dynamic|none|N] [--resume [--force]] [--amp-stats] [--threads N]\n"
-    "                      [--skip-bad | --on-bad-sample fail|skip] [--help-keys] [KEY VALUE ...]\n"
+    "                      [--loss-scale dynamic|none|N] [--resume [--force]] [--amp-stats] [--detect-anomaly]\n"
+    "                      [--threads N] [--skip-bad | --on-bad-sample fail|skip] [--help-keys] [KEY VALUE ...]\n"
     "\n"
     "Trains an upstream model (MODEL.arch_encoder + MODEL.arch_decoder) as upstream's train.py does:\n"
     "two SGD optimizers (encoder, decoder) with momentum TRAIN.beta1, weight decay on conv weights only,\n"
@@ -38,6 +38,10 @@ const char* kUsage =
     "  --force             with --resume: continue with the changed values anyway, warning per key\n"
     "  --amp-stats         print, per parameter, how many gradient values would flush to zero or\n"
     "                      overflow in fp16, with and without the loss scale\n"
+    "  --detect-anomaly    check every op's outputs and gradients for inf/NaN and name the first op\n"
+    "                      that makes one, with its module and ranges (TRAIN.detect_anomaly); a\n"
+    "                      forward one stops training (exit 1), a backward one under dynamic loss\n"
+    "                      scaling is reported in one line per skipped step\n"
     "  --stop-after N      stop after N steps, saving a resumable state (as Ctrl-C does)\n"
     "  --threads N         CPU threads (default: all cores)\n"
     "  --on-bad-sample P   fail (default) or skip unreadable samples and count them; before the first\n"
@@ -66,12 +70,13 @@ int cmd_train(const Args& args) {
     std::printf("%s", kUsage);
     return 0;
   }
-  const CommonFlags flags = parse_common_flags(args, {"--resume", "--force", "--amp-stats"}, {"--stop-after"});
+  const CommonFlags flags = parse_common_flags(args, {"--resume", "--force", "--amp-stats", "--detect-anomaly"}, {"--stop-after"});
   TrainRunOptions opt;
   for (size_t i = 0; i < flags.rest.size(); ++i) {
     if (flags.rest[i] == "--resume") opt.resume = true;
     else if (flags.rest[i] == "--force") opt.force = true;
     else if (flags.rest[i] == "--amp-stats") opt.amp_stats = true;
+    else if (flags.rest[i] == "--detect-anomaly") opt.detect_anomaly = true;
     else if (flags.rest[i] == "--stop-after") opt.stop_after = int_flag("--stop-after", flags.rest[++i], 1);
   }
   if (flags.cfg_path.empty()) throw Error(ErrorKind::usage, "segtrain train needs --cfg FILE").hint("see segtrain train --help");

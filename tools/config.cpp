@@ -68,6 +68,7 @@ std::vector<Entry> schema(Config& c) {
       {"TRAIN.loss_scale", &c.TRAIN.loss_scale, "'' = the level's default, dynamic, none or a number (ours; --loss-scale)"},
       {"TRAIN.eval_every", &c.TRAIN.eval_every, "validate every N epochs, 0 = never (ours)"},
       {"TRAIN.bn_recalibrate_iters", &c.TRAIN.bn_recalibrate_iters, "re-estimate BatchNorm statistics over N batches before validation (ours)"},
+      {"TRAIN.detect_anomaly", &c.TRAIN.detect_anomaly, "name the first op whose output or gradient is inf/NaN (ours; --detect-anomaly)"},
       {"VAL.batch_size", &c.VAL.batch_size, "evaluation batch size (1, as upstream)"},
       {"VAL.visualize", &c.VAL.visualize, "write image | ground truth | prediction PNGs to DIR/result"},
       {"VAL.checkpoint", &c.VAL.checkpoint, "checkpoint eval loads: epoch_N.pth = DIR/encoder_epoch_N.safetensors + decoder"},

@@ -60,6 +60,7 @@ struct Config {
     std::string loss_scale;           // "" = the level's default, "dynamic", "none" or a number
     int64_t eval_every = 0;           // validate every N epochs (0 = never during training)
     int64_t bn_recalibrate_iters = 0; // re-estimate BN statistics over N batches before evaluation
+    bool detect_anomaly = false;      // name the first op making inf/NaN (--detect-anomaly)
   } TRAIN;
   struct {
     int64_t batch_size = 1;

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <functional>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <unordered_map>
 
@@ -15,6 +16,7 @@
 #include "core/autograd.h"
 #include "core/fileio.h"
 #include "core/loss_scaler.h"
+#include "core/op_observer.h"
 #include "core/optim.h"
 #include "core/rng.h"
 #include "core/safetensors.h"
@@ -22,7 +24,9 @@
 #include "data/train_loader.h"
 #include "kernels/cpu/amp.h"
 #include "kernels/cpu/thread_pool.h"
+#include "layers/activation_ranges.h"
 #include "layers/amp_model.h"
+#include "layers/anomaly.h"
 #include "layers/autocast.h"
 #include "models/checkpoint.h"
 #include "tools/checkpoint_set.h"
@@ -75,10 +79,10 @@ std::string amp_stats_table(const SegmentationModule& model, Optimizers& opt, do
                     " and without scaling:\n";
   out += "  parameter                                    values   flush to 0 unscaled   flush to 0 scaled   inf scaled\n";
   char line[256];
-  const std::pair<const Module*, SGD*> parts[] = {{model.encoder.get(), &opt.encoder}, {model.decoder.get(), &opt.decoder}};
-  for (const auto& [module, sgd] : parts) {
-    std::unordered_map<const TensorImpl*, std::string> names;
-    for (const auto& p : module->named_parameters()) names[p.tensor->impl()] = p.name;
+  // Upstream's full names ("encoder.features.14.conv.3.weight"), as --detect-anomaly prints them.
+  std::unordered_map<const TensorImpl*, std::string> names;
+  for (const auto& p : model.named_parameters()) names[p.tensor->impl()] = p.name;
+  for (SGD* sgd : {&opt.encoder, &opt.decoder}) {
     size_t i = 0;
     for (const auto& group : sgd->groups())
       for (const Tensor& p : group.params) {
@@ -246,6 +250,10 @@ TrainSummary run_training(const Config& cfg, const CommonFlags& flags, const Tra
     uncommitted.clear();
   };
 
+  // --detect-anomaly: checks every op's outputs and gradients (layers/anomaly.h).
+  std::optional<AnomalyDetector> anomaly;
+  if (opt.detect_anomaly || cfg.TRAIN.detect_anomaly) anomaly.emplace(*model);
+
   for (int64_t step = start_step; step < max_steps; ++step) {
     const int64_t epoch = step / steps_per_epoch + 1, i = step % steps_per_epoch;
     if (i == 0 || step == start_step) epoch_loss = epoch_acc = epoch_time = epoch_data = 0, epoch_count = 0;
@@ -259,6 +267,14 @@ TrainSummary run_training(const Config& cfg, const CommonFlags& flags, const Tra
     const auto t0 = std::chrono::steady_clock::now();
     double step_loss = 0, step_acc = 0, wait = 0;
     int64_t images = 0;
+    std::optional<ScopedOpObserver> observing, ranging;
+    if (anomaly) {
+      anomaly->begin_step(scaler.scale(), scaler.enabled() && scaler.options().dynamic);
+      observing.emplace(*anomaly);
+    }
+    const bool amp_stats_now = opt.amp_stats && i % cfg.TRAIN.disp_iter == 0;
+    ActivationRanges ranges;
+    if (amp_stats_now) ranging.emplace(ranges);
     for (int64_t a = 0; a < cfg.TRAIN.accum_steps; ++a) {
       const data::TrainBatch batch = loader.next();
       wait += batch.wait_seconds;
@@ -273,16 +289,25 @@ TrainSummary run_training(const Config& cfg, const CommonFlags& flags, const Tra
       step_loss += out.loss.item() / static_cast<double>(cfg.TRAIN.accum_steps);
       step_acc += out.acc.acc / static_cast<double>(cfg.TRAIN.accum_steps);
     }
+    observing.reset();
+    ranging.reset();
     const StepOutcome outcome = unscale_and_step(scaler, opt_pair.all());
     if (!outcome.stepped) {
       ++summary.skipped_steps;
       progress.line(outcome.message);
+      if (anomaly && anomaly->backward_anomaly()) {
+        ++summary.anomalies;
+        progress.line("anomaly: step " + std::to_string(step + 1) + " skipped: " + anomaly->backward_anomaly()->one_line);
+      }
     }
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     ++steps_this_run;
     epoch_loss += step_loss, epoch_acc += step_acc, epoch_time += secs, epoch_data += wait, ++epoch_count;
     interval_loss += step_loss, interval_acc += step_acc, interval_data += wait, ++interval_steps, interval_images += images;
-    if (opt.amp_stats && (i % cfg.TRAIN.disp_iter == 0)) progress.line(amp_stats_table(*model, opt_pair, outcome.scale_used));
+    if (amp_stats_now) {
+      progress.line(amp_stats_table(*model, opt_pair, outcome.scale_used));
+      progress.line(ranges.table(outcome.scale_used));
+    }
 
     const bool log_now = i % cfg.TRAIN.disp_iter == 0 || step + 1 == max_steps;
     if (log_now) {

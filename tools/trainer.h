@@ -34,6 +34,7 @@ struct TrainRunOptions {
   bool resume = false;       // continue exactly from DIR/train_state.safetensors
   bool force = false;        // resume even when the config changes the run (tools/resume_check.h), warning per key
   bool amp_stats = false;    // print fp16 underflow/overflow shares of the gradients per layer
+  bool detect_anomaly = false;  // --detect-anomaly (or TRAIN.detect_anomaly): layers/anomaly.h
   int64_t stop_after = 0;    // stop (as if interrupted, resumable) after this many steps; tests and --smoke
   bool quiet = false;        // no per-interval log lines (the demo prints its own)
 };
@@ -44,6 +45,7 @@ struct TrainSummary {
   int64_t steps_this_run = 0;   // optimizer steps this invocation ran
   int64_t max_steps = 0;        // TRAIN.epoch_iters * TRAIN.num_epoch
   int64_t skipped_steps = 0;    // overflowing steps skipped by the loss scaler
+  int64_t anomalies = 0;        // --detect-anomaly: skipped steps whose first inf/NaN gradient was named
   double first_loss = 0, last_loss = 0;  // mean loss of the first and of the last log interval
   double last_accuracy = 0;
   double seconds = 0;

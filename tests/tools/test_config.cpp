@@ -28,7 +28,8 @@ TEST_CASE("defaults are upstream's (spec 1.1)") {
   CHECK(c.TRAIN.weight_decay == 1e-4);
   CHECK(c.MODEL.bn_momentum == 0.001);
   CHECK(c.VAL.checkpoint == "epoch_20.pth");
-  CHECK(Config::keys().size() == 44);
+  CHECK(c.TRAIN.detect_anomaly == false);
+  CHECK(Config::keys().size() == 45);  // upstream's keys and ours (TRAIN.detect_anomaly is the newest)
 }
 
 TEST_CASE("every shipped JSON config loads, and matches the upstream table") {
