@@ -4,7 +4,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -52,8 +54,11 @@ std::string folder_of(const std::string& path) {
 }
 }  // namespace
 
-void write_file_atomic(const std::string& path, const void* data, size_t size) {
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+void write_file_atomic(const std::string& path, const void* data, size_t size, Durability durability) {
+  // The pid tells processes apart (and lets a later run see that the writer is gone), the counter
+  // threads of one process (the synthetic-dataset generator writes from several).
+  static std::atomic<uint64_t> counter{0};
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter.fetch_add(1));
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) {
     const int err = errno;
@@ -77,7 +82,7 @@ void write_file_atomic(const std::string& path, const void* data, size_t size) {
     left -= static_cast<size_t>(n);
   }
   // fsync before rename: the new name must never point at data still in the page cache only.
-  if (::fsync(fd) != 0) {
+  if (durability == Durability::synced && ::fsync(fd) != 0) {
     const int err = errno;
     ::close(fd);
     ::unlink(tmp.c_str());
@@ -88,6 +93,7 @@ void write_file_atomic(const std::string& path, const void* data, size_t size) {
     ::unlink(tmp.c_str());
     throw write_error(path, err);
   }
+  if (durability != Durability::synced) return;
   const int dir = ::open(folder_of(path).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dir >= 0) {  // best effort: some file systems refuse fsync on a folder
     ::fsync(dir);

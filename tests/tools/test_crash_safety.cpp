@@ -8,7 +8,7 @@
 // end the killed-and-resumed run equals an uninterrupted one bit for bit (CPU, same thread count).
 //
 // How the kills hit the write window: an inotify watch on DIR reports each temporary file a save
-// creates (name.tmp.<pid>) and each rename into place; one save is 12 such events (encoder,
+// creates (name.tmp.<pid>.<n>) and each rename into place; one save is 12 such events (encoder,
 // decoder, history.csv/svg/json, train_state: created, renamed). The test picks the k-th event of
 // the run's first two saves (k random in 1..24) and kills after a random 0-0.3 or 0-6 ms, which lands inside
 // a write, between a write and its rename, between two files, just after a commit, or in the step
@@ -99,7 +99,7 @@ std::vector<std::string> temporaries(const std::string& dir) {
 int64_t check_after_kill(const std::string& dir, int64_t previous_step) {
   for (const auto& e : fs::directory_iterator(dir)) {
     const std::string name = e.path().filename().string();
-    if (e.path().extension() != ".safetensors") continue;  // temporaries end in .tmp.<pid>
+    if (e.path().extension() != ".safetensors") continue;  // temporaries end in .tmp.<pid>.<n>
     CAPTURE(name);
     CHECK_NOTHROW(read_safetensors(e.path().string()));  // complete, never half a file
   }
@@ -195,7 +195,7 @@ TEST_CASE("kill -9 during checkpoint writes, 50 times: the last complete checkpo
     // Temporaries of earlier (dead) runs were removed by this run before it wrote anything.
     for (const std::string& t : temporaries(dir)) {
       CAPTURE(t);
-      CHECK(contains(t, ".tmp." + std::to_string(pid)));
+      CHECK(contains(t, ".tmp." + std::to_string(pid) + "."));
     }
     mid_write += !temporaries(dir).empty();
     const int64_t before = step;
