@@ -2,7 +2,7 @@
 
 #include <cctype>
 #include <cstdio>
-#include <cstdlib>
+#include "core/numbers.h"  // (kept on this line: docs/mixed-precision.md links to lines below)
 
 namespace seg {
 
@@ -129,9 +129,8 @@ AmpConfig make_amp_config(const std::string& level_in, const std::string& dtype_
   } else if (loss_scale == "none" || loss_scale == "off") {
     c.scaler.enabled = false;
   } else if (!loss_scale.empty()) {
-    char* end = nullptr;
-    const double v = std::strtod(loss_scale.c_str(), &end);
-    if (!end || *end || !(v > 0))
+    const double v = parse_finite_double(loss_scale).value_or(0.0);
+    if (!(v > 0))
       SEG_FAIL(usage, "bad loss scale '", loss_scale, "'").key("--loss-scale").hint("use dynamic, none or a positive number");
     c.scaler.enabled = true;
     c.scaler.dynamic = false;

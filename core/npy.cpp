@@ -1,5 +1,7 @@
 #include "core/npy.h"
 
+#include <charconv>
+#include <cstdint>
 #include <cstring>
 
 #include "core/fileio.h"
@@ -35,8 +37,7 @@ std::string header_value(const std::string& header, const std::string& key, cons
 }
 }  // namespace
 
-Tensor read_npy(const std::string& path) {
-  const std::vector<char> bytes = read_file(path);
+Tensor parse_npy(const std::vector<char>& bytes, const std::string& path) {
   if (bytes.size() < 10 || std::memcmp(bytes.data(), "\x93NUMPY", 6) != 0) bad(path, "missing magic string");
   const int major = static_cast<unsigned char>(bytes[6]);
   size_t header_len = 0, offset = 0;
@@ -50,7 +51,7 @@ Tensor read_npy(const std::string& path) {
   } else {
     bad(path, "unsupported version " + std::to_string(major));
   }
-  if (offset + header_len > bytes.size()) bad(path, "truncated header");
+  if (header_len > bytes.size() - offset) bad(path, "truncated header");
   const std::string header(bytes.data() + offset, header_len);
   const std::string descr = header_value(header, "descr", path);
   if (header_value(header, "fortran_order", path).find("False") == std::string::npos)
@@ -63,25 +64,38 @@ Tensor read_npy(const std::string& path) {
       known = true;
     }
   if (!known) bad(path, "unsupported dtype '" + descr + "'");
+  // "(2, 3)", "(5,)" or "()": non-negative integers; the byte count is checked against the file
+  // before anything is allocated.
   const std::string shape_text = header_value(header, "shape", path);
+  if (shape_text.size() < 2 || shape_text.front() != '(' || shape_text.back() != ')')
+    bad(path, "shape is not a tuple: '" + shape_text + "'");
   Shape shape;
-  for (size_t i = 1; i < shape_text.size();) {
-    while (i < shape_text.size() && (shape_text[i] == ' ' || shape_text[i] == ',')) ++i;
-    if (i >= shape_text.size() || shape_text[i] == ')') break;
-    size_t used = 0;
-    shape.push_back(std::stoll(shape_text.substr(i), &used));
-    i += used;
+  uint64_t nbytes = dtype_size(dtype);
+  for (size_t i = 1; i + 1 < shape_text.size();) {
+    while (i + 1 < shape_text.size() && (shape_text[i] == ' ' || shape_text[i] == ',')) ++i;
+    if (i + 1 >= shape_text.size()) break;
+    uint64_t dim = 0;
+    const char* first = shape_text.data() + i;
+    const auto [end, ec] = std::from_chars(first, shape_text.data() + shape_text.size() - 1, dim);
+    if (ec != std::errc() || end == first) bad(path, "shape '" + shape_text + "' is not a tuple of sizes");
+    if (shape.size() == Shape::kMaxDims) bad(path, str("rank above ", Shape::kMaxDims, " is not supported"));
+    if (dim > static_cast<uint64_t>(INT64_MAX) || (dim != 0 && nbytes > UINT64_MAX / dim)) bad(path, "shape is too large");
+    nbytes *= dim;
+    shape.push_back(static_cast<int64_t>(dim));
+    i = static_cast<size_t>(end - shape_text.data());
   }
-  Tensor t = Tensor::empty(shape, dtype, Device::cpu());
   const size_t data_offset = offset + header_len;
-  if (bytes.size() - data_offset != t.nbytes())
+  if (bytes.size() - data_offset != nbytes)
     bad(path, "data has " + std::to_string(bytes.size() - data_offset) + " bytes, shape " + shape.str() + " needs " +
-                  std::to_string(t.nbytes()));
+                  std::to_string(nbytes));
+  Tensor t = Tensor::empty(shape, dtype, Device::cpu());
   if (t.nbytes() > 0) std::memcpy(t.data_ptr(), bytes.data() + data_offset, t.nbytes());
   return t;
 }
 
-void write_npy(const std::string& path, const Tensor& t_in) {
+Tensor read_npy(const std::string& path) { return parse_npy(read_file(path), path); }
+
+std::vector<char> serialize_npy(const Tensor& t_in) {
   const Tensor t = t_in.to(Device::cpu()).contiguous();
   const char* code = nullptr;
   for (const auto& k : kTypes)
@@ -100,6 +114,11 @@ void write_npy(const std::string& path, const Tensor& t_in) {
   out[9] = static_cast<char>(header.size() >> 8);
   std::memcpy(out.data() + 10, header.data(), header.size());
   if (t.nbytes() > 0) std::memcpy(out.data() + 10 + header.size(), t.data_ptr(), t.nbytes());
+  return out;
+}
+
+void write_npy(const std::string& path, const Tensor& t) {
+  const std::vector<char> out = serialize_npy(t);
   write_file_atomic(path, out.data(), out.size());
 }
 

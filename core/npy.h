@@ -6,6 +6,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "core/tensor.h"
 
@@ -13,5 +14,9 @@ namespace seg {
 
 Tensor read_npy(const std::string& path);            // Error(data) naming the file on any problem
 void write_npy(const std::string& path, const Tensor& t);  // CPU or GPU tensor, any supported dtype
+
+// The same on bytes in memory (`path` only names the source in messages).
+Tensor parse_npy(const std::vector<char>& bytes, const std::string& path);
+std::vector<char> serialize_npy(const Tensor& t);
 
 }  // namespace seg

@@ -128,9 +128,11 @@ std::vector<char> serialize_safetensors(const NamedTensors& tensors, const std::
   return out;
 }
 
-void write_safetensors(const std::string& path, const NamedTensors& tensors, const std::map<std::string, std::string>& metadata) {
+FileDigest write_safetensors(const std::string& path, const NamedTensors& tensors,
+                             const std::map<std::string, std::string>& metadata) {
   const std::vector<char> bytes = serialize_safetensors(tensors, metadata);
   write_file_atomic(path, bytes.data(), bytes.size());
+  return digest_of(bytes.data(), bytes.size());
 }
 
 SafetensorsFile parse_safetensors(const std::vector<char>& bytes, const std::string& path) {

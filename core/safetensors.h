@@ -21,6 +21,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/fileio.h"
 #include "core/tensor.h"
 
 namespace seg {
@@ -37,11 +38,11 @@ const char* safetensors_dtype_code(DType dt);  // "F32", ...
 
 // Serialises `tensors` (any device, any layout; written in the given order, names must be unique and
 // non-empty) with optional metadata. serialize_* returns the bytes; write_* writes them atomically
-// (temporary file, fsync, rename: core/fileio.h).
+// (temporary file, fsync, rename: core/fileio.h) and returns the size and hash of what it wrote.
 std::vector<char> serialize_safetensors(const NamedTensors& tensors,
                                         const std::map<std::string, std::string>& metadata = {});
-void write_safetensors(const std::string& path, const NamedTensors& tensors,
-                       const std::map<std::string, std::string>& metadata = {});
+FileDigest write_safetensors(const std::string& path, const NamedTensors& tensors,
+                             const std::map<std::string, std::string>& metadata = {});
 
 // Parses a whole file; `path` only names the source in error messages.
 SafetensorsFile parse_safetensors(const std::vector<char>& bytes, const std::string& path);

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "data/odgt.h"
+
 namespace seg::data {
 
 struct DatasetCheckOptions {
@@ -39,5 +41,16 @@ struct DatasetCheckReport {
 // report. `progress(done, total)` is called from worker threads, serialised.
 DatasetCheckReport check_dataset(const DatasetCheckOptions& options,
                                  const std::function<void(int64_t, int64_t)>& progress = {});
+
+// The pre-flight check training runs before its first step: for every entry of a list already read,
+// the header-only checks of check_sample_files (data/sample.h: files exist and parse, label format,
+// image/label sizes, the list's width/height with `check_list_size`), on `threads` threads
+// (0 = hardware threads). The messages are check_dataset's (and the loader's) for the same problem.
+struct PreflightReport {
+  int64_t entries = 0;
+  std::vector<DatasetProblem> problems;  // in list order
+  double seconds = 0.0;
+};
+PreflightReport preflight_check(const OdgtList& list, bool check_list_size, int threads = 0);
 
 }  // namespace seg::data

@@ -11,15 +11,22 @@
 #include <string_view>
 #include <vector>
 
+namespace seg {
+class Error;
+}
+
 namespace seg::data {
 
 // The whole file. Error(data) naming the file when it is missing or unreadable; `what` says what the
 // file is for the message ("image", "label", "dataset list").
 std::vector<uint8_t> read_file_bytes(const std::string& path, const char* what);
 std::string read_file_text(const std::string& path, const char* what);
+// The error read_file_bytes throws when fopen fails with `err` (errno): "missing image file" etc.
+Error file_open_error(const std::string& path, const char* what, int err);
 
-// Writes `bytes` to `path` through a temporary file and a rename (same directory, so the rename is
-// atomic). Creates missing parent directories. Error(runtime) naming the file on failure.
+// Creates missing parent directories, then writes through seg::write_file_atomic (core/fileio.h:
+// temporary file and rename; Durability::atomic_only, no fsync: these outputs can be regenerated).
+// Error(runtime) naming the file and the cause on failure.
 void write_file_atomic(const std::string& path, const void* bytes, size_t size);
 inline void write_file_atomic(const std::string& path, std::string_view text) {
   write_file_atomic(path, text.data(), text.size());

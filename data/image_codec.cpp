@@ -1,5 +1,7 @@
 #include "data/image_codec.h"
 
+#include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <limits>
 
@@ -8,6 +10,7 @@
 
 #include "core/error.h"
 #include "data/file_io.h"
+#include "data/jpeg_check.h"
 
 namespace seg::data {
 
@@ -27,10 +30,33 @@ int checked_size(size_t n, const std::string& path) {
   return static_cast<int>(n);
 }
 
+// A header can claim any size (a 100-byte PNG may say 60000 x 60000); refuse what no dataset needs
+// before stb allocates it. 2^27 pixels (about 134 megapixels, 400 MB as RGB) is far above every
+// segmentation dataset (ADE20K's largest images are a few megapixels).
+constexpr int64_t kMaxPixels = int64_t{1} << 27;
+
+void check_pixel_count(int w, int h, const std::string& path, const char* what) {
+  if (static_cast<int64_t>(w) * h > kMaxPixels)
+    throw Error(ErrorKind::data, str(what, " is ", w, "x", h, " (", static_cast<int64_t>(w) * h / 1000000,
+                                     " megapixels), above segtrain's limit of ", kMaxPixels / 1000000, " megapixels"))
+        .file(path)
+        .hint("downscale the image (training resizes to DATASET.imgMaxSize anyway), or check that the file is not corrupt");
+}
+
+// Refuses a JPEG that would make stb_image v2.27 write out of bounds (data/jpeg_check.h).
+void guard_jpeg(const uint8_t* data, size_t size, bool header_only, const std::string& path, const char* what) {
+  const JpegCheck c = check_jpeg_for_stb(data, size, header_only);
+  if (!c.problem.empty())
+    throw Error(ErrorKind::data, str("cannot decode ", what, " file (", c.problem, ")"))
+        .file(path)
+        .hint("the file is corrupt; re-export it or remove it from the list");
+}
+
 // Decodes with stb and copies into an Image with `channels` channels.
 Image decode(const std::vector<uint8_t>& bytes, const std::string& path, int channels, const char* what) {
   int w = 0, h = 0, file_channels = 0;
   const int size = checked_size(bytes.size(), path);
+  if (stbi_info_from_memory(bytes.data(), size, &w, &h, &file_channels)) check_pixel_count(w, h, path, what);
   stbi_uc* pixels = stbi_load_from_memory(bytes.data(), size, &w, &h, &file_channels, channels);
   if (!pixels) throw decode_error(path, what);
   Image image(w, h, channels);
@@ -53,24 +79,74 @@ void check_encodable(const Image& image, const char* format) {
 }  // namespace
 
 Image decode_image_rgb(const std::vector<uint8_t>& bytes, const std::string& path) {
+  guard_jpeg(bytes.data(), bytes.size(), false, path, "image");
   return decode(bytes, path, 3, "image");
+}
+
+void check_label_format(const ImageHeader& header, const std::string& path) {
+  if (header.channels == 1 && !header.sixteen_bit) return;
+  throw Error(ErrorKind::data,
+              str("label image must be 8-bit single-channel (PIL mode \"L\"), this one is ",
+                  header.sixteen_bit ? "16-bit" : str(header.channels, "-channel"),
+                  header.channels >= 3 ? " (RGB or palette colours, not class indices)" : ""))
+      .file(path)
+      .hint("labels hold class indices 0..num_class (0 = unlabeled); convert coloured masks to indices first");
 }
 
 Image decode_label(const std::vector<uint8_t>& bytes, const std::string& path) {
   // Check the file's own format first: stb would happily convert a palette or RGB PNG to grey.
-  int w = 0, h = 0, file_channels = 0;
+  guard_jpeg(bytes.data(), bytes.size(), false, path, "label");
+  ImageHeader header;
   const int size = checked_size(bytes.size(), path);
-  if (!stbi_info_from_memory(bytes.data(), size, &w, &h, &file_channels)) throw decode_error(path, "label");
-  if (file_channels != 1 || stbi_is_16_bit_from_memory(bytes.data(), size)) {
-    const bool sixteen = stbi_is_16_bit_from_memory(bytes.data(), size);
-    throw Error(ErrorKind::data,
-                str("label image must be 8-bit single-channel (PIL mode \"L\"), this one is ",
-                    sixteen ? "16-bit" : str(file_channels, "-channel"),
-                    file_channels >= 3 ? " (RGB or palette colours, not class indices)" : ""))
-        .file(path)
-        .hint("labels hold class indices 0..num_class (0 = unlabeled); convert coloured masks to indices first");
-  }
+  if (!stbi_info_from_memory(bytes.data(), size, &header.width, &header.height, &header.channels))
+    throw decode_error(path, "label");
+  header.sixteen_bit = stbi_is_16_bit_from_memory(bytes.data(), size) != 0;
+  check_label_format(header, path);
   return decode(bytes, path, 1, "label");
+}
+
+namespace {
+// stb_image reading straight from a FILE (the library is built with STBI_NO_STDIO), so that the
+// header functions read only the bytes they need.
+int file_read(void* user, char* data, int size) {
+  return static_cast<int>(std::fread(data, 1, static_cast<size_t>(size), static_cast<std::FILE*>(user)));
+}
+void file_skip(void* user, int n) { std::fseek(static_cast<std::FILE*>(user), n, SEEK_CUR); }
+int file_eof(void* user) {
+  std::FILE* f = static_cast<std::FILE*>(user);
+  return std::feof(f) || std::ferror(f);
+}
+const stbi_io_callbacks kFileCallbacks = {file_read, file_skip, file_eof};
+}  // namespace
+
+ImageHeader read_image_header(const std::string& path, const char* what) {
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (!f) throw file_open_error(path, what, errno);
+  // A JPEG's segments up to the frame header first (data/jpeg_check.h): usually a few KB, more with
+  // big EXIF or ICC blocks, so read more only while the walk needs it.
+  std::vector<uint8_t> head(1 << 16);
+  head.resize(std::fread(head.data(), 1, head.size(), f));
+  for (;;) {
+    const JpegCheck c = check_jpeg_for_stb(head.data(), head.size(), true);
+    if (!c.problem.empty()) {
+      std::fclose(f);
+      guard_jpeg(head.data(), head.size(), true, path, what);
+    }
+    if (!c.incomplete || std::feof(f) || std::ferror(f)) break;
+    const size_t had = head.size();
+    head.resize(had * 2);
+    head.resize(had + std::fread(head.data() + had, 1, head.size() - had, f));
+  }
+  std::rewind(f);
+  ImageHeader h;
+  const bool ok = stbi_info_from_callbacks(&kFileCallbacks, f, &h.width, &h.height, &h.channels) != 0;
+  if (ok) {
+    std::rewind(f);
+    h.sixteen_bit = stbi_is_16_bit_from_callbacks(&kFileCallbacks, f) != 0;
+  }
+  std::fclose(f);
+  if (!ok) throw decode_error(path, what);
+  return h;
 }
 
 Image load_image_rgb(const std::string& path) { return decode_image_rgb(read_file_bytes(path, "image"), path); }

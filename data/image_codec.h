@@ -28,6 +28,19 @@ Image load_label(const std::string& path);
 Image decode_image_rgb(const std::vector<uint8_t>& bytes, const std::string& path);
 Image decode_label(const std::vector<uint8_t>& bytes, const std::string& path);
 
+// What an image file's header says, read without decoding the pixels (a few hundred bytes for a
+// PNG, the markers up to the frame header for a JPEG): cheap enough to check a whole dataset list
+// before training. Error(data) with load_image_rgb / load_label's messages when the file is missing
+// or its header cannot be parsed (`what` is "image" or "label").
+struct ImageHeader {
+  int width = 0, height = 0;
+  int channels = 0;          // in the file: 1 grey, 2 grey+alpha, 3 RGB or palette, 4 RGBA
+  bool sixteen_bit = false;  // 16 bits per channel (PNG only)
+};
+ImageHeader read_image_header(const std::string& path, const char* what);
+// The label rule of load_label (8-bit single-channel), from a header: Error(data) naming `path`.
+void check_label_format(const ImageHeader& header, const std::string& path);
+
 // Encoders (1 or 3 channels). JPEG quality 1..100; stb uses 4:2:0 chroma subsampling up to
 // quality 90 and 4:4:4 above.
 std::vector<uint8_t> encode_png(const Image& image);

@@ -15,6 +15,14 @@ const char* kFormatHint =
     "each line must be one JSON object like {\"fpath_img\": \"images/a.jpg\", \"fpath_segm\": "
     "\"annotations/a.png\", \"width\": 640, \"height\": 480}";
 
+// A value as it appears in a message: scalars as JSON, arrays and objects only named (their text
+// could be a whole line, and dumping a deeply nested one recurses as deep as it goes).
+std::string shown(const json& v) {
+  if (v.is_array()) return "an array";
+  if (v.is_object()) return "an object";
+  return v.dump();
+}
+
 Error line_error(const std::string& path, int line, const std::string& message) {
   return Error(ErrorKind::data, message).file(path, line).hint(kFormatHint);
 }
@@ -26,7 +34,7 @@ std::string get_path(const json& obj, const char* key, bool required, const std:
     return "";
   }
   if (!it->is_string() || it->get_ref<const std::string&>().empty())
-    throw line_error(path, line, str("\"", key, "\" must be a non-empty string, got ", it->dump())).key(key);
+    throw line_error(path, line, str("\"", key, "\" must be a non-empty string, got ", shown(*it))).key(key);
   return it->get<std::string>();
 }
 
@@ -39,7 +47,7 @@ int get_size(const json& obj, const char* key, bool required, const std::string&
     return 0;
   }
   if (!it->is_number_integer() || it->get<int64_t>() <= 0 || it->get<int64_t>() > 1000000)
-    throw line_error(path, line, str("\"", key, "\" must be a positive integer, got ", it->dump())).key(key);
+    throw line_error(path, line, str("\"", key, "\" must be a positive integer, got ", shown(*it))).key(key);
   return static_cast<int>(it->get<int64_t>());
 }
 
@@ -60,8 +68,9 @@ OdgtList parse_odgt(const std::string& text, const std::string& path, const Odgt
     json obj;
     try {
       obj = json::parse(line);
-    } catch (const json::parse_error& e) {
-      // nlohmann's message starts with "[json.exception.parse_error.101] parse error at ..."; keep the part
+    } catch (const json::exception& e) {
+      // nlohmann's message starts with "[json.exception.parse_error.101] parse error at ..." (or
+      // out_of_range.406 for a number like 1e999, which is no parse_error); keep the part
       // after the id, which says where and why.
       std::string why = e.what();
       const size_t bracket = why.find("] ");

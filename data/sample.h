@@ -20,6 +20,12 @@ struct LoadedSample {
 // list's width/height (training computes its scale from them).
 LoadedSample load_sample(const OdgtRecord& record, const std::string& list, int num_class, bool check_list_size);
 
+// The checks of load_sample that need only the files' headers (data/image_codec.h): both files
+// exist and parse, the label is 8-bit single-channel, image and label have the same size, and with
+// `check_list_size` the list's width/height are the image's. Same Error(data) messages as
+// load_sample; label values and corrupt pixel data are found only by decoding.
+void check_sample_files(const OdgtRecord& record, const std::string& list, bool check_list_size);
+
 // Error(data) naming `path` when a label value exceeds num_class.
 void check_label_range(const Image& label, int num_class, const std::string& path);
 

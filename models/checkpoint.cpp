@@ -125,10 +125,10 @@ NamedTensors upstream_state_dict(const Module& m) {
   return out;
 }
 
-void save_checkpoint(const Module& m, const std::string& path, const std::map<std::string, std::string>& metadata) {
+FileDigest save_checkpoint(const Module& m, const std::string& path, const std::map<std::string, std::string>& metadata) {
   std::map<std::string, std::string> meta = metadata;
   meta.emplace("format", "segtrain upstream state_dict; conv weights OIHW");
-  write_safetensors(path, upstream_state_dict(m), meta);
+  return write_safetensors(path, upstream_state_dict(m), meta);
 }
 
 std::string LoadReport::summary() const {
@@ -162,7 +162,7 @@ LoadReport load_state_dict(Module& m, const SafetensorsFile& file, const std::st
     if (!known.count(name)) report.unexpected.push_back(name);
   const std::string strict_hint =
       "the checkpoint was written for a different architecture (MODEL.arch_encoder / arch_decoder, fc_dim, "
-      "num_class); load with strict=false to skip such tensors";
+      "num_class); to skip such tensors, as upstream's strict=False does, pass --non-strict to segtrain eval or predict";
   if (opt.strict && !report.missing.empty())
     throw checkpoint_error(str("checkpoint lacks tensor '", report.missing[0], "' that the model has (missing: ",
                                first_names(report.missing), ")"),
@@ -226,11 +226,14 @@ CheckpointPaths checkpoint_paths(const std::string& dir, const std::string& chec
   return checkpoint_paths(dir, std::stoll(stem.substr(prefix.size())));
 }
 
-void save_segmentation_checkpoint(const SegmentationModule& model, const CheckpointPaths& paths) {
-  save_checkpoint(*model.encoder, paths.encoder, {{"component", "encoder"}, {"arch", model.encoder->arch()}});
-  save_checkpoint(*model.decoder, paths.decoder,
-                  {{"component", "decoder"}, {"arch", model.decoder->arch()}, {"fc_dim", std::to_string(model.decoder->fc_dim())},
-                   {"num_class", std::to_string(model.decoder->num_class())}});
+CheckpointDigests save_segmentation_checkpoint(const SegmentationModule& model, const CheckpointPaths& paths) {
+  CheckpointDigests d;
+  d.encoder = save_checkpoint(*model.encoder, paths.encoder, {{"component", "encoder"}, {"arch", model.encoder->arch()}});
+  d.decoder = save_checkpoint(*model.decoder, paths.decoder,
+                              {{"component", "decoder"}, {"arch", model.decoder->arch()},
+                               {"fc_dim", std::to_string(model.decoder->fc_dim())},
+                               {"num_class", std::to_string(model.decoder->num_class())}});
+  return d;
 }
 
 SegmentationLoadReport load_segmentation_checkpoint(SegmentationModule& model, const CheckpointPaths& paths,

@@ -40,7 +40,8 @@ struct StateDictEntry {
 };
 std::vector<StateDictEntry> upstream_state_dict_layout(const Module& m);
 
-void save_checkpoint(const Module& m, const std::string& path, const std::map<std::string, std::string>& metadata = {});
+// Returns the size and hash of the file written (what a checkpoint set records).
+FileDigest save_checkpoint(const Module& m, const std::string& path, const std::map<std::string, std::string>& metadata = {});
 
 struct LoadOptions {
   bool strict = true;
@@ -65,7 +66,10 @@ CheckpointPaths checkpoint_paths(const std::string& dir, int64_t epoch);
 CheckpointPaths checkpoint_paths(const std::string& dir, const std::string& checkpoint_name);
 
 // Both files of a SegmentationModule; metadata records the architectures.
-void save_segmentation_checkpoint(const SegmentationModule& model, const CheckpointPaths& paths);
+struct CheckpointDigests {
+  FileDigest encoder, decoder;
+};
+CheckpointDigests save_segmentation_checkpoint(const SegmentationModule& model, const CheckpointPaths& paths);
 struct SegmentationLoadReport {
   LoadReport encoder, decoder;
 };

@@ -12,6 +12,7 @@
 #include "core/amp_step.h"
 #include "core/autograd.h"
 #include "core/fileio.h"
+#include "core/numbers.h"
 #include "core/op_observer.h"
 #include "core/profiler.h"
 #include "core/readback.h"
@@ -125,12 +126,7 @@ int cmd_bench(const Args& args) {
   bool detect_anomaly = false, verbose = false;
   std::string model_name = "mobilenetv2dilated-c1_deepsup", ops_json;
   int64_t size = 256, batch = 4, steps = 3, warmup = 2, num_class = 150;
-  auto number = [](const std::string& flag, const std::string& v) {
-    char* end = nullptr;
-    const long long n = std::strtoll(v.c_str(), &end, 10);
-    if (*end || n < 1) throw Error(ErrorKind::usage, flag + " needs a positive integer, got '" + v + "'").key(flag);
-    return static_cast<int64_t>(n);
-  };
+  auto number = [](const std::string& flag, const std::string& v) { return int_flag(flag, v, 1); };
   for (size_t i = 0; i < flags.rest.size(); ++i) {
     const std::string& a = flags.rest[i];
     if (a == "--detect-anomaly" || a == "--verbose") {  // flags without a value
@@ -142,7 +138,7 @@ int cmd_bench(const Args& args) {
     else if (a == "--size") size = number(a, v);
     else if (a == "--batch") batch = number(a, v);
     else if (a == "--steps") steps = number(a, v);
-    else if (a == "--warmup") warmup = std::stoll(v);
+    else if (a == "--warmup") warmup = int_flag(a, v, 0);
     else if (a == "--num-class") num_class = number(a, v);
     else if (a == "--ops-json") ops_json = v;
   }

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/numbers.h"
 #include "data/class_info.h"
 #include "data/dataset_check.h"
 #include "data/synth_dataset.h"
@@ -100,21 +101,9 @@ Parsed parse(const Args& args, const std::vector<std::string>& known, const char
   return p;
 }
 
-long long to_int(const std::string& text, const std::string& option) {
-  char* end = nullptr;
-  const long long v = std::strtoll(text.c_str(), &end, 10);
-  if (text.empty() || *end != '\0')
-    throw Error(ErrorKind::usage, str(option, " expects an integer, got '", text, "'")).key(option);
-  return v;
-}
+long long to_int(const std::string& text, const std::string& option) { return int_flag(option, text); }
 
-double to_double(const std::string& text, const std::string& option) {
-  char* end = nullptr;
-  const double v = std::strtod(text.c_str(), &end);
-  if (text.empty() || *end != '\0')
-    throw Error(ErrorKind::usage, str(option, " expects a number, got '", text, "'")).key(option);
-  return v;
-}
+double to_double(const std::string& text, const std::string& option) { return number_flag(option, text); }
 
 // "MIN-MAX" (or a single value for both).
 std::pair<double, double> to_range(const std::string& text, const std::string& option) {
@@ -151,11 +140,9 @@ int data_check(const Args& args) {
   o.list = p.positional[0];
   if (p.options.count("--root")) o.root = p.options.at("--root");
   if (p.options.count("--num-class")) {
-    o.num_class = static_cast<int>(to_int(p.options.at("--num-class"), "--num-class"));
-    if (o.num_class < 1 || o.num_class > 255)
-      throw Error(ErrorKind::usage, "--num-class must be 1..255").key("--num-class");
+    o.num_class = static_cast<int>(int_flag("--num-class", p.options.at("--num-class"), 1, 255));
   }
-  if (p.options.count("--threads")) o.threads = static_cast<int>(to_int(p.options.at("--threads"), "--threads"));
+  if (p.options.count("--threads")) o.threads = static_cast<int>(int_flag("--threads", p.options.at("--threads"), 1, 4096));
   const std::string classes_csv = p.options.count("--classes") ? p.options.at("--classes") : find_class_csv(o.list);
   std::vector<data::ClassInfo> classes;
   if (!classes_csv.empty()) classes = data::read_class_info_csv(classes_csv);
@@ -211,8 +198,8 @@ int data_synth(const Args& args) {
   if (!get("--out").empty()) o.out_dir = get("--out");
   if (!get("--train").empty()) o.num_train = to_int(get("--train"), "--train");
   if (!get("--val").empty()) o.num_val = to_int(get("--val"), "--val");
-  if (!get("--seed").empty()) o.seed = static_cast<uint64_t>(to_int(get("--seed"), "--seed"));
-  if (!get("--classes").empty()) o.num_class = static_cast<int>(to_int(get("--classes"), "--classes"));
+  if (!get("--seed").empty()) o.seed = static_cast<uint64_t>(int_flag("--seed", get("--seed"), 0));
+  if (!get("--classes").empty()) o.num_class = static_cast<int>(int_flag("--classes", get("--classes"), 6, 10));
   if (!get("--size").empty()) {
     const auto [lo, hi] = to_range(get("--size"), "--size");
     o.min_long_side = static_cast<int>(lo);
@@ -220,8 +207,8 @@ int data_synth(const Args& args) {
   }
   if (!get("--aspect").empty()) std::tie(o.min_aspect, o.max_aspect) = to_range(get("--aspect"), "--aspect");
   if (!get("--portrait").empty()) o.portrait_fraction = to_double(get("--portrait"), "--portrait");
-  if (!get("--quality").empty()) o.jpeg_quality = static_cast<int>(to_int(get("--quality"), "--quality"));
-  if (!get("--threads").empty()) o.threads = static_cast<int>(to_int(get("--threads"), "--threads"));
+  if (!get("--quality").empty()) o.jpeg_quality = static_cast<int>(int_flag("--quality", get("--quality"), 1, 100));
+  if (!get("--threads").empty()) o.threads = static_cast<int>(int_flag("--threads", get("--threads"), 1, 4096));
   o.validate();
 
   const data::SynthReport r = data::generate_synthetic_dataset(o);

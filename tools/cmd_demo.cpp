@@ -11,6 +11,7 @@
 
 #include "core/error.h"
 #include "core/fileio.h"
+#include "core/numbers.h"
 #include "data/synth_dataset.h"
 #include "kernels/cpu/thread_pool.h"
 #include "tools/cli.h"
@@ -66,14 +67,9 @@ int cmd_demo(const Args& args) {
     if (args[i] == "--smoke") smoke = true;
     else if (args[i] == "--data") data_dir = value();
     else if (args[i] == "--out") out_dir = value();
-    else if (args[i] == "--threads") threads = std::stoi(value());
+    else if (args[i] == "--threads") threads = static_cast<int>(int_flag("--threads", value(), 1, 4096));
     else if (args[i] == "--device") device = value();
-    else if (args[i] == "--steps") {
-      const std::string v = value();
-      char* end = nullptr;
-      steps = std::strtoll(v.c_str(), &end, 10);
-      if (*end || steps < 1) throw Error(ErrorKind::usage, "--steps needs a positive integer, got '" + v + "'").key("--steps");
-    }
+    else if (args[i] == "--steps") steps = int_flag("--steps", value(), 1);
     else throw Error(ErrorKind::usage, "segtrain demo: unknown option '" + args[i] + "'").hint("see segtrain demo --help");
   }
   if (threads > 0) set_num_threads(threads);

@@ -2,6 +2,7 @@
 #include <cstdio>
 
 #include "core/error.h"
+#include "core/numbers.h"
 #include "kernels/cpu/thread_pool.h"
 #include "tools/cli.h"
 #include "tools/console.h"
@@ -54,8 +55,8 @@ int cmd_eval(const Args& args) {
     else if (a == "--checkpoint") choice.checkpoint = flags.rest[++i];
     else if (a == "--encoder") choice.encoder = flags.rest[++i];
     else if (a == "--decoder") choice.decoder = flags.rest[++i];
-    else if (a == "--scales") scales = flags.rest[++i];
-    else if (a == "--max-images") extra.insert(extra.end(), {"VAL.max_images", flags.rest[++i]});
+    else if (a == "--scales") scales = scales_override(a, flags.rest[++i]);
+    else if (a == "--max-images") extra.insert(extra.end(), {"VAL.max_images", std::to_string(int_flag(a, flags.rest[++i], 1))});
   }
   if (flags.cfg_path.empty()) throw Error(ErrorKind::usage, "segtrain eval needs --cfg FILE").hint("see segtrain eval --help");
   CommonFlags f = flags;

@@ -8,22 +8,28 @@
 #include "kernels/cpu/thread_pool.h"
 #include "models/registry.h"
 #include "tools/cli.h"
+#include "tools/config.h"
 #include "tools/model_setup.h"
 
 namespace seg::cli {
 
 int cmd_info(const Args& args) {
   if (wants_help(args)) {
-    std::printf("usage: segtrain info [--amp]\n\nPrints the build configuration (CUDA, simulator, cuDNN, NCCL, MPI),\n"
+    std::printf("usage: segtrain info [--amp | --keys]\n\nPrints the build configuration (CUDA, simulator; cuDNN, NCCL, MPI are not implemented yet),\n"
                 "the CPU features in use, the thread count and the CUDA devices found.\n"
-                "--amp prints the mixed-precision policy table of all four levels.\n\n"
-                "examples:\n  segtrain info\n  segtrain info --amp\n");
+                "--amp prints the mixed-precision policy table of all four levels.\n"
+                "--keys lists every config key with its type, default and meaning (as segtrain train --help-keys).\n\n"
+                "examples:\n  segtrain info\n  segtrain info --amp\n  segtrain info --keys\n");
     return 0;
   }
   for (const auto& a : args) {
     if (a == "--amp") {
       std::printf("mixed-precision policy (what each op computes in, per level; see docs/mixed-precision.md)\n\n%s",
                   amp_policy_overview().c_str());
+      return 0;
+    }
+    if (a == "--keys") {
+      std::printf("%s", format_config_keys().c_str());
       return 0;
     }
     throw Error(ErrorKind::usage, "segtrain info: unknown option '" + a + "'").hint("see segtrain info --help");
@@ -33,9 +39,10 @@ int cmd_info(const Args& args) {
   std::printf("build:\n");
   std::printf("  CUDA backend     %s\n", yes(SEG_BUILD_CUDA));
   std::printf("  CUDA simulator   %s (tests only)\n", yes(SEG_BUILD_SIM));
-  std::printf("  cuDNN            %s\n", yes(SEG_BUILD_CUDNN));
-  std::printf("  NCCL             %s\n", yes(SEG_BUILD_NCCL));
-  std::printf("  MPI              %s\n", yes(SEG_BUILD_MPI));
+  // Not features yet: the SEG_CUDNN/SEG_NCCL/SEG_MPI options exist but nothing uses them.
+  std::printf("  cuDNN            not implemented yet (issue 15)\n");
+  std::printf("  NCCL             not implemented yet (issue 16)\n");
+  std::printf("  MPI              not implemented yet (issue 16)\n");
   std::printf("  sanitizers       %s\n", SEG_BUILD_SANITIZE[0] ? SEG_BUILD_SANITIZE : "none");
   std::printf("cpu:\n");
   std::printf("  SIMD             %s (detected %s)\n", cpu_isa_name(cpu_isa()), cpu_isa_name(cpu_isa_detected()));

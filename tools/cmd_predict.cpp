@@ -19,7 +19,7 @@ namespace seg::cli {
 namespace {
 const char* kUsage =
     "usage: segtrain predict --cfg FILE --imgs PATH [--out DIR] [--checkpoint NAME | --encoder F --decoder F]\n"
-    "                        [--npy] [--scales LIST] [--amp LEVEL] [--device D] [--threads N] [KEY VALUE ...]\n"
+    "                        [--npy] [--scales LIST] [--non-strict] [--amp LEVEL] [--device D] [--threads N] [KEY VALUE ...]\n"
     "\n"
     "Segments an image, or every .jpg/.jpeg/.png in a folder, with multi-scale averaging as eval does.\n"
     "For each image it writes, in DIR (default TEST.result):\n"
@@ -31,6 +31,7 @@ const char* kUsage =
     "options:\n"
     "  --checkpoint NAME  like TEST.checkpoint (default): epoch_20.pth -> DIR/encoder_epoch_20.safetensors ...\n"
     "  --scales LIST      short sides (default: DATASET.imgSizes)\n"
+    "  --non-strict       load checkpoints like upstream's strict=False (skip missing/unexpected tensors)\n"
     "\n"
     "examples:\n"
     "  segtrain predict --cfg configs/synth-mobilenetv2dilated-c1_deepsup.json --imgs data-gen/synth/images/validation --out preds\n"
@@ -76,7 +77,7 @@ int cmd_predict(const Args& args) {
     else if (a == "--checkpoint") choice.checkpoint = flags.rest[++i];
     else if (a == "--encoder") choice.encoder = flags.rest[++i];
     else if (a == "--decoder") choice.decoder = flags.rest[++i];
-    else if (a == "--scales") scales = flags.rest[++i];
+    else if (a == "--scales") scales = scales_override(a, flags.rest[++i]);
   }
   if (flags.cfg_path.empty() || imgs.empty())
     throw Error(ErrorKind::usage, "segtrain predict needs --cfg FILE and --imgs PATH").hint("see segtrain predict --help");

@@ -2,6 +2,7 @@
 #include <cstdio>
 
 #include "core/error.h"
+#include "core/numbers.h"
 #include "tools/cli.h"
 #include "tools/console.h"
 #include "tools/trainer.h"
@@ -11,8 +12,8 @@ namespace seg::cli {
 namespace {
 const char* kUsage =
     "usage: segtrain train --cfg FILE [--gpus 0 | --device cpu] [--amp O0|O1|O2|O3] [--amp-dtype f16|bf16]\n"
-    "                      [--loss-scale dynamic|none|N] [--resume] [--amp-stats] [--detect-anomaly]\n"
-    "                      [--threads N] [--on-bad-sample fail|skip] [KEY VALUE ...]\n"
+    "                      [--loss-scale dynamic|none|N] [--resume [--force]] [--amp-stats] [--detect-anomaly]\n"
+    "                      [--threads N] [--skip-bad | --on-bad-sample fail|skip] [--help-keys] [KEY VALUE ...]\n"
     "\n"
     "Trains an upstream model (MODEL.arch_encoder + MODEL.arch_decoder) as upstream's train.py does:\n"
     "two SGD optimizers (encoder, decoder) with momentum TRAIN.beta1, weight decay on conv weights only,\n"
@@ -30,7 +31,11 @@ const char* kUsage =
     "  --amp-dtype T       f16 (default) or bf16\n"
     "  --loss-scale S      dynamic, none or a static value (default: the level's)\n"
     "  --resume            continue exactly from DIR/train_state.safetensors (same numbers as an\n"
-    "                      uninterrupted run on the CPU); TRAIN.start_epoch N resumes as upstream does\n"
+    "                      uninterrupted run on the CPU); TRAIN.start_epoch N resumes as upstream does.\n"
+    "                      A larger TRAIN.num_epoch extends a finished run. A config that changes the\n"
+    "                      run (model, batch size, learning rates, image sizes, AMP) is refused,\n"
+    "                      naming each difference\n"
+    "  --force             with --resume: continue with the changed values anyway, warning per key\n"
     "  --amp-stats         print, per parameter, how many gradient values would flush to zero or\n"
     "                      overflow in fp16, with and without the loss scale\n"
     "  --detect-anomaly    check every op's outputs and gradients for inf/NaN and name the first op\n"
@@ -39,8 +44,12 @@ const char* kUsage =
     "                      scaling is reported in one line per skipped step\n"
     "  --stop-after N      stop after N steps, saving a resumable state (as Ctrl-C does)\n"
     "  --threads N         CPU threads (default: all cores)\n"
-    "  --on-bad-sample P   fail (default) or skip unreadable samples and count them\n"
+    "  --on-bad-sample P   fail (default) or skip unreadable samples and count them; before the first\n"
+    "                      step every list entry's files are checked (as segtrain data check does)\n"
+    "                      and a bad one stops the run unless skipping\n"
+    "  --skip-bad          the same as --on-bad-sample skip\n"
     "  KEY VALUE           config overrides, e.g. TRAIN.num_epoch 5 (unknown keys are errors)\n"
+    "  --help-keys         list every config key with its type, default and meaning\n"
     "\n"
     "Ctrl-C or SIGTERM stops at the end of the current step and saves a resumable state.\n"
     "\n"
@@ -52,24 +61,39 @@ const char* kUsage =
 }  // namespace
 
 int cmd_train(const Args& args) {
+  for (const auto& a : args)
+    if (a == "--help-keys") {
+      std::printf("%s", format_config_keys().c_str());
+      return 0;
+    }
   if (wants_help(args)) {
     std::printf("%s", kUsage);
     return 0;
   }
-  const CommonFlags flags = parse_common_flags(args, {"--resume", "--amp-stats", "--detect-anomaly"}, {"--stop-after"});
+  const CommonFlags flags = parse_common_flags(args, {"--resume", "--force", "--amp-stats", "--detect-anomaly"}, {"--stop-after"});
   TrainRunOptions opt;
   for (size_t i = 0; i < flags.rest.size(); ++i) {
     if (flags.rest[i] == "--resume") opt.resume = true;
+    else if (flags.rest[i] == "--force") opt.force = true;
     else if (flags.rest[i] == "--amp-stats") opt.amp_stats = true;
     else if (flags.rest[i] == "--detect-anomaly") opt.detect_anomaly = true;
-    else if (flags.rest[i] == "--stop-after") opt.stop_after = std::stoll(flags.rest[++i]);
+    else if (flags.rest[i] == "--stop-after") opt.stop_after = int_flag("--stop-after", flags.rest[++i], 1);
   }
   if (flags.cfg_path.empty()) throw Error(ErrorKind::usage, "segtrain train needs --cfg FILE").hint("see segtrain train --help");
   const Config cfg = load_run_config(flags);
+  if (opt.force && !opt.resume) throw Error(ErrorKind::usage, "--force only goes with --resume").key("--force");
   const TrainSummary s = run_training(cfg, flags, opt);
-  std::printf("trained %lld steps in %s (%lld skipped by the loss scaler); loss %.4f -> %.4f; run folder %s\n",
-              static_cast<long long>(s.steps), Progress::format_duration(s.seconds).c_str(),
-              static_cast<long long>(s.skipped_steps), s.first_loss, s.last_loss, cfg.DIR.c_str());
+  if (s.steps_this_run == 0) {
+    std::printf("nothing to train: the run in %s is at step %lld of %lld (raise TRAIN.num_epoch to train on)\n",
+                cfg.DIR.c_str(), static_cast<long long>(s.steps), static_cast<long long>(s.max_steps));
+    return 0;
+  }
+  std::printf("trained %lld steps (steps %lld-%lld of %lld) in %s (%lld skipped by the loss scaler); loss %.4f -> %.4f; "
+              "run folder %s\n",
+              static_cast<long long>(s.steps_this_run), static_cast<long long>(s.start_step + 1),
+              static_cast<long long>(s.steps), static_cast<long long>(s.max_steps),
+              Progress::format_duration(s.seconds).c_str(), static_cast<long long>(s.skipped_steps), s.first_loss,
+              s.last_loss, cfg.DIR.c_str());
   if (s.interrupted) return stop_requested() ? 128 + (std::string(stop_signal_name()).find("SIGTERM") == 0 ? 15 : 2) : 0;
   return 0;
 }

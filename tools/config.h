@@ -78,6 +78,9 @@ struct Config {
   static std::vector<std::string> keys();
   // Sets one key from text (as an override or a YAML scalar); `origin` names where it came from.
   void set(const std::string& key, const std::string& value, const std::string& origin);
+  // The same for a JSON string value: taken exactly (no trimming, no quote stripping), so that a
+  // config dumped with to_json() reads back to the same values.
+  void set_exact(const std::string& key, const std::string& value, const std::string& origin);
   std::string get(const std::string& key) const;  // the value as text
 
   nlohmann::json to_json() const;
@@ -85,6 +88,19 @@ struct Config {
 
 // Defaults + file (.json/.yaml/.yml) + overrides (pairs). Usage errors name the key and the source.
 Config load_config(const std::string& path, const std::vector<std::string>& overrides);
+// The same from text already in memory (`origin` names it in messages); ConfigFormat::none = no file.
+enum class ConfigFormat { none, json, yaml };
+Config load_config_text(const std::string& text, ConfigFormat format, const std::string& origin,
+                        const std::vector<std::string>& overrides);
+
+// Every user key with its type ("string", "integer", "number", "boolean", "integer list"), its
+// default as text and one line on what it does; format_config_keys() is that table as
+// `segtrain train --help-keys` prints it.
+struct ConfigKeyInfo {
+  std::string key, type, default_value, help;
+};
+std::vector<ConfigKeyInfo> config_key_table();
+std::string format_config_keys();
 
 // The closest known key to a misspelt one ("TRAIN.lr_encodr" -> "TRAIN.lr_encoder").
 std::string closest_key(const std::string& key);

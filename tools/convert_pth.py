@@ -19,6 +19,13 @@ Users of CSAILVision/semantic-segmentation-pytorch can bring their trained model
     # back to PyTorch, for upstream's eval.py / test.py (zip format; --legacy for PyTorch < 1.6)
     tools/convert_pth.py to-pth run/encoder_epoch_20.safetensors ckpt/x/encoder_epoch_20.pth
 
+Safety: a .pth file is a Python pickle, and unpickling an arbitrary pickle can run any code. This
+script loads with torch.load(..., weights_only=True), which only rebuilds tensors and plain
+containers (dict, list, str, numbers) and refuses anything else, so a .pth downloaded from the
+internet cannot run code here. A file that needs more (a pickled model object rather than a
+state_dict) is refused with a message; load it in PyTorch yourself, if you trust it, and save its
+state_dict().
+
 Reads both pickle formats torch.load understands (the zip format of PyTorch >= 1.6 and the legacy one
 the released upstream models were written in). A file holding {"state_dict": ...} (some .pth.tar files)
 is unwrapped, and --strip-prefix module. removes DataParallel prefixes. Tensors keep upstream's
@@ -41,7 +48,19 @@ CODES = {code: dt for dt, code in DTYPES.items()}
 
 
 def load_state_dict(path, strip_prefix):
-    obj = torch.load(path, map_location="cpu")
+    # weights_only=True: tensors and plain containers only, never arbitrary pickled objects (which
+    # could run code while loading). PyTorch >= 1.13 has it (Debian bookworm ships 1.13.1).
+    try:
+        obj = torch.load(path, map_location="cpu", weights_only=True)
+    except OSError as e:
+        sys.exit("%s: %s" % (path, e))
+    except TypeError as e:
+        sys.exit("%s: this PyTorch (%s) has no torch.load(weights_only=...); use PyTorch >= 1.13 (%s)"
+                 % (path, torch.__version__, e))
+    except Exception as e:  # pickle.UnpicklingError and friends, for objects weights_only refuses
+        sys.exit("%s: refused to unpickle (torch.load with weights_only=True: only tensors and plain "
+                 "containers are loaded, so a .pth cannot run code): %s\n"
+                 "If you trust the file, load it in PyTorch and save its state_dict() instead." % (path, e))
     if isinstance(obj, dict) and "state_dict" in obj and isinstance(obj["state_dict"], dict):
         obj = obj["state_dict"]
     if not isinstance(obj, dict):
@@ -129,10 +148,13 @@ def to_pth(src, dst, legacy):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0],
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] +
+                                     " .pth files are loaded with torch.load(weights_only=True): tensors "
+                                     "and plain containers only, so a file cannot run code.",
                                      formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
-    a = sub.add_parser("to-safetensors", help=".pth (zip or legacy) -> .safetensors")
+    a = sub.add_parser("to-safetensors", help=".pth (zip or legacy) -> .safetensors; loaded with "
+                       "torch.load(weights_only=True), so the file cannot run code")
     a.add_argument("src", help="a .pth file, or a folder of encoder_/decoder_epoch_N.pth files")
     a.add_argument("dst", nargs="?", help="output file (default: src with .safetensors)")
     a.add_argument("--strip-prefix", default="", help="remove this prefix from every name (e.g. module.)")

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include "core/error.h"
 #include "core/fileio.h"
 
 namespace seg::cli {
@@ -93,7 +94,7 @@ std::string history_svg(const History& h) {
   return svg;
 }
 
-void History::save(const std::string& dir) const {
+FileDigest History::save(const std::string& dir) const {
   std::string csv =
       "iteration,epoch,loss,accuracy,lr_encoder,lr_decoder,images_per_second,data_wait_share,loss_scale,peak_memory_bytes\n";
   nlohmann::json j;
@@ -114,9 +115,12 @@ void History::save(const std::string& dir) const {
   for (const auto& e : evals_)
     j["eval"].push_back(
         {{"epoch", e.epoch}, {"iteration", e.iteration}, {"mean_iou", e.mean_iou}, {"pixel_accuracy", e.pixel_accuracy}});
+  // history.json last: it is the file --resume reads, and the one the checkpoint set records.
   write_text(dir + "/history.csv", csv);
-  write_text(dir + "/history.json", j.dump(1) + "\n");
   write_text(dir + "/history.svg", history_svg(*this));
+  const std::string json_text = j.dump(1) + "\n";
+  write_text(dir + "/history.json", json_text);
+  return digest_of(json_text.data(), json_text.size());
 }
 
 void History::load(const std::string& dir) {
@@ -125,15 +129,21 @@ void History::load(const std::string& dir) {
   if (!file_exists(dir + "/history.json")) return;
   const std::vector<char> bytes = read_file(dir + "/history.json");
   const nlohmann::json j = nlohmann::json::parse(bytes.begin(), bytes.end(), nullptr, false);
-  if (j.is_discarded()) return;
-  for (const auto& r : j.value("train", nlohmann::json::array()))
-    rows_.push_back(HistoryRow{r.value("iteration", int64_t{0}), r.value("epoch", int64_t{0}), r.value("loss", 0.0),
-                               r.value("accuracy", 0.0), r.value("lr_encoder", 0.0), r.value("lr_decoder", 0.0),
-                               r.value("images_per_second", 0.0), r.value("data_wait_share", 0.0),
-                               r.value("loss_scale", 1.0), r.value("peak_memory_bytes", int64_t{0})});
-  for (const auto& e : j.value("eval", nlohmann::json::array()))
-    evals_.push_back(EvalRow{e.value("epoch", int64_t{0}), e.value("iteration", int64_t{0}), e.value("mean_iou", 0.0),
-                             e.value("pixel_accuracy", 0.0)});
+  if (j.is_discarded() || !j.is_object()) return;
+  try {
+    for (const auto& r : j.value("train", nlohmann::json::array()))
+      rows_.push_back(HistoryRow{r.value("iteration", int64_t{0}), r.value("epoch", int64_t{0}), r.value("loss", 0.0),
+                                 r.value("accuracy", 0.0), r.value("lr_encoder", 0.0), r.value("lr_decoder", 0.0),
+                                 r.value("images_per_second", 0.0), r.value("data_wait_share", 0.0),
+                                 r.value("loss_scale", 1.0), r.value("peak_memory_bytes", int64_t{0})});
+    for (const auto& e : j.value("eval", nlohmann::json::array()))
+      evals_.push_back(EvalRow{e.value("epoch", int64_t{0}), e.value("iteration", int64_t{0}), e.value("mean_iou", 0.0),
+                               e.value("pixel_accuracy", 0.0)});
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(ErrorKind::data, str("history.json is not a segtrain history (", e.what(), ")"))
+        .file(dir + "/history.json")
+        .hint("move it away to resume without the earlier log rows");
+  }
 }
 
 void History::truncate(int64_t iteration) {

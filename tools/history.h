@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "core/fileio.h"
+
 namespace seg::cli {
 
 struct HistoryRow {
@@ -36,8 +38,9 @@ class History {
   const std::vector<HistoryRow>& rows() const { return rows_; }
   const std::vector<EvalRow>& evals() const { return evals_; }
 
-  // history.csv, history.json and history.svg in `dir` (atomic writes).
-  void save(const std::string& dir) const;
+  // history.csv, history.json and history.svg in `dir` (atomic writes); returns history.json's
+  // digest (the file --resume reads, recorded in the checkpoint set).
+  FileDigest save(const std::string& dir) const;
   // Reloads history.json (for --resume); a missing file leaves the history empty.
   void load(const std::string& dir);
   // Keeps only rows up to `iteration` (a resumed run replays nothing twice).

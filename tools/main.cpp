@@ -1,5 +1,6 @@
 // segtrain entry point: runs a command and maps errors to the exit codes of DESIGN
 // (0 ok, 1 runtime, 2 usage/config, 3 data, 4 device/out of memory). No stack traces.
+#include <csignal>
 #include <cstdio>
 #include <exception>
 #include <new>
@@ -8,6 +9,10 @@
 #include "tools/cli.h"
 
 int main(int argc, char** argv) {
+  // Past a file-size limit (ulimit -f) the kernel's default is to kill the process with SIGXFSZ,
+  // mid-write and without a word. Ignored, the write fails with EFBIG instead, and segtrain reports
+  // it like a full disk: which file, that the last checkpoint is intact, what to do.
+  std::signal(SIGXFSZ, SIG_IGN);
   try {
     return seg::cli::run(seg::cli::Args(argv + 1, argv + argc));
   } catch (const seg::Error& e) {

@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "core/fileio.h"
+#include "core/numbers.h"
 #include "kernels/cpu/thread_pool.h"
 
 namespace seg::cli {
@@ -33,11 +34,9 @@ CommonFlags parse_common_flags(const std::vector<std::string>& args, const std::
     else if (a == "--amp-dtype") f.amp_dtype = value(i);
     else if (a == "--loss-scale") f.loss_scale = value(i);
     else if (a == "--on-bad-sample") f.on_bad_sample = value(i);
+    else if (a == "--skip-bad") f.on_bad_sample = "skip";
     else if (a == "--threads") {
-      const std::string& v = value(i);
-      char* end = nullptr;
-      f.threads = static_cast<int>(std::strtol(v.c_str(), &end, 10));
-      if (*end || f.threads < 1) throw Error(ErrorKind::usage, "--threads needs a positive integer, got '" + v + "'").key("--threads");
+      f.threads = static_cast<int>(int_flag("--threads", value(i), 1, 4096));
     } else if (contains(own_with_value, a)) {
       f.rest.push_back(a);
       f.rest.push_back(value(i));
@@ -50,6 +49,19 @@ CommonFlags parse_common_flags(const std::vector<std::string>& args, const std::
     }
   }
   return f;
+}
+
+std::string scales_override(const std::string& flag, const std::string& text) {
+  std::string out = "(";
+  size_t start = 0;
+  for (;;) {
+    const size_t comma = text.find(',', start);
+    const std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    out += std::to_string(int_flag(flag, item, 1, 100000)) + ",";
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return out + ")";
 }
 
 Config load_run_config(const CommonFlags& flags) {
@@ -68,7 +80,9 @@ std::vector<int> parse_gpu_list(const std::string& text) {
     if (t.rfind("gpu", 0) == 0) t = t.substr(3);
     if (t.empty() || !std::all_of(t.begin(), t.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); }))
       throw Error(ErrorKind::usage, "bad GPU list '" + text + "'").key("--gpus").hint("use forms like 0, 0-3, 0,2 or gpu0");
-    return std::stoi(t);
+    const std::optional<int64_t> v = parse_int64(t);
+    if (!v || *v > 1023) throw Error(ErrorKind::usage, "bad GPU index in '" + text + "'").key("--gpus").hint("GPU indices are 0..1023");
+    return static_cast<int>(*v);
   };
   std::vector<int> out;
   size_t start = 0;

@@ -34,6 +34,10 @@ struct CommonFlags {
 CommonFlags parse_common_flags(const std::vector<std::string>& args, const std::vector<std::string>& own_flags,
                                const std::vector<std::string>& own_with_value);
 
+// "300,375,450" (or "300") from --scales, checked, as the DATASET.imgSizes value "(300,375,450)";
+// Error(usage) naming `flag` and the bad item otherwise.
+std::string scales_override(const std::string& flag, const std::string& text);
+
 // Applies the flags to the config (amp, loss scale) and loads it; sets the thread count.
 Config load_run_config(const CommonFlags& flags);
 

@@ -1,9 +1,12 @@
 #include "tools/trainer.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <optional>
 #include <nlohmann/json.hpp>
 #include <unordered_map>
@@ -28,9 +31,13 @@
 #include "layers/anomaly.h"
 #include "layers/autocast.h"
 #include "models/checkpoint.h"
+#include "tools/checkpoint_set.h"
 #include "tools/console.h"
 #include "tools/device_batches.h"
 #include "tools/history.h"
+#include "tools/preflight.h"
+#include "tools/resume_check.h"
+#include "tools/train_state.h"
 
 namespace seg::cli {
 
@@ -42,106 +49,6 @@ struct Optimizers {
   SGD encoder, decoder;
   std::vector<SGD*> all() { return {&encoder, &decoder}; }
 };
-
-// ---------------------------------------------------------------- train state (exact resume)
-
-void save_train_state(const std::string& path, const SegmentationModule& model, Optimizers& opt,
-                      const LossScaler& scaler, int64_t step, const Config& cfg) {
-  NamedTensors tensors;
-  for (const auto& p : model.named_parameters()) tensors.emplace_back("model." + p.name, *p.tensor);
-  for (const auto& b : model.named_buffers()) tensors.emplace_back("model." + b.name, *b.tensor);
-  const std::pair<const char*, SGD*> optimizers[] = {{"encoder", &opt.encoder}, {"decoder", &opt.decoder}};
-  for (const auto& [name, sgd] : optimizers) {
-    const auto& states = sgd->state();
-    for (size_t i = 0; i < states.size(); ++i) {
-      const std::string prefix = std::string("optimizer.") + name + "." + std::to_string(i);
-      if (states[i].momentum.defined()) tensors.emplace_back(prefix + ".momentum", states[i].momentum);
-      if (states[i].master.defined()) tensors.emplace_back(prefix + ".master", states[i].master);
-    }
-  }
-  const LossScaler::State s = scaler.state();
-  std::string streams;
-  for (uint64_t v : global_rng().next_stream) streams += std::to_string(v) + ",";
-  std::map<std::string, std::string> meta = {
-      {"format", "segtrain train state 1"},
-      {"step", std::to_string(step)},
-      {"arch_encoder", cfg.MODEL.arch_encoder},
-      {"arch_decoder", cfg.MODEL.arch_decoder},
-      {"num_class", std::to_string(cfg.DATASET.num_class)},
-      {"amp", cfg.TRAIN.amp + "/" + cfg.TRAIN.amp_dtype},
-      {"accum_steps", std::to_string(cfg.TRAIN.accum_steps)},
-      {"loss_scale", format_scale(s.scale)},
-      {"loss_scale_clean_steps", std::to_string(s.clean_steps)},
-      {"loss_scale_skipped", std::to_string(s.skipped_total)},
-      {"rng_seed", std::to_string(global_rng().seed)},
-      {"rng_streams", streams},
-  };
-  write_safetensors(path, tensors, meta);
-}
-
-int64_t load_train_state(const std::string& path, SegmentationModule& model, Optimizers& opt, LossScaler& scaler,
-                         const Config& cfg) {
-  if (!file_exists(path))
-    throw Error(ErrorKind::usage, "--resume: no train state in " + cfg.DIR).file(path).hint("train without --resume first, or check DIR");
-  const SafetensorsFile f = read_safetensors(path);
-  auto meta = [&](const std::string& key) {
-    auto it = f.metadata.find(key);
-    if (it == f.metadata.end()) throw Error(ErrorKind::data, "train state lacks '" + key + "'").file(path);
-    return it->second;
-  };
-  auto must_match = [&](const std::string& key, const std::string& now, const char* config_key) {
-    if (meta(key) != now)
-      throw Error(ErrorKind::usage, "--resume with a different " + std::string(config_key) + ": the state has '" + meta(key) +
-                                        "', the config says '" + now + "'")
-          .key(config_key)
-          .file(path);
-  };
-  must_match("arch_encoder", cfg.MODEL.arch_encoder, "MODEL.arch_encoder");
-  must_match("arch_decoder", cfg.MODEL.arch_decoder, "MODEL.arch_decoder");
-  must_match("num_class", std::to_string(cfg.DATASET.num_class), "DATASET.num_class");
-  must_match("amp", cfg.TRAIN.amp + "/" + cfg.TRAIN.amp_dtype, "TRAIN.amp");
-  must_match("accum_steps", std::to_string(cfg.TRAIN.accum_steps), "TRAIN.accum_steps");
-  auto restore = [&](const std::string& name, Tensor& into) {
-    const Tensor* t = f.find(name);
-    if (!t) throw Error(ErrorKind::data, "train state lacks tensor '" + name + "'").file(path);
-    if (t->shape() != into.shape() || t->dtype() != into.dtype())
-      throw Error(ErrorKind::data, "train state tensor '" + name + "' is " + t->str() + ", expected " + into.str()).file(path);
-    into.copy_(*t);
-  };
-  for (const auto& p : model.named_parameters()) restore("model." + p.name, *p.tensor);
-  for (const auto& b : model.named_buffers()) restore("model." + b.name, *b.tensor);
-  const std::pair<const char*, SGD*> optimizers[] = {{"encoder", &opt.encoder}, {"decoder", &opt.decoder}};
-  for (const auto& [name, sgd] : optimizers) {
-    auto& states = sgd->state();
-    for (size_t i = 0; i < states.size(); ++i) {
-      const std::string prefix = std::string("optimizer.") + name + "." + std::to_string(i);
-      if (const Tensor* m = f.find(prefix + ".momentum")) {
-        states[i].momentum = Tensor::empty(m->shape(), m->dtype(), sgd->device());
-        states[i].momentum.copy_(*m);
-      }
-      if (const Tensor* m = f.find(prefix + ".master")) {
-        if (!states[i].master.defined()) throw Error(ErrorKind::data, "train state has master weights the run does not use").file(path);
-        states[i].master.copy_(*m);
-      }
-    }
-  }
-  LossScaler::State s;
-  s.scale = std::stod(meta("loss_scale"));
-  s.clean_steps = std::stoll(meta("loss_scale_clean_steps"));
-  s.skipped_total = std::stoll(meta("loss_scale_skipped"));
-  scaler.load_state(s);
-  RngState& rng = global_rng();
-  rng.seed = std::stoull(meta("rng_seed"));
-  const std::string streams = meta("rng_streams");
-  size_t pos = 0;
-  for (uint64_t& v : rng.next_stream) {
-    const size_t comma = streams.find(',', pos);
-    if (comma == std::string::npos) break;
-    v = std::stoull(streams.substr(pos, comma - pos));
-    pos = comma + 1;
-  }
-  return std::stoll(meta("step"));
-}
 
 // ---------------------------------------------------------------- BN re-estimation
 
@@ -205,6 +112,24 @@ std::string mib(int64_t bytes) {
   return buf;
 }
 
+void warn(const std::string& text) { std::fprintf(stderr, "segtrain: warning: %s\n", text.c_str()); }
+
+// A failed save (disk full, file-size limit, permissions): what failed, and that the last complete
+// checkpoint set is intact (every file is written atomically and the train state last).
+Error save_failed(const Error& e, int64_t step, int64_t committed_step, const std::string& dir) {
+  Error out(ErrorKind::runtime,
+            str("saving the checkpoint of step ", step, " failed: ", e.message(), "; ",
+                committed_step > 0 ? str("the last complete checkpoint (step ", committed_step, ", ",
+                                         train_state_path(dir), ") is intact")
+                                   : std::string("no earlier checkpoint exists")));
+  if (!e.context("file").empty()) out.file(e.context("file"));
+  // The write's own hint says what to fix (core/fileio.cpp: disk space, permissions); then how to go on.
+  std::string fix = e.context("what to do");
+  if (fix.empty()) fix = "fix the cause named above";
+  out.hint(fix + (committed_step > 0 ? "; then continue with segtrain train ... --resume" : "; then train again"));
+  return out;
+}
+
 }  // namespace
 
 TrainSummary run_training(const Config& cfg, const CommonFlags& flags, const TrainRunOptions& opt) {
@@ -248,15 +173,38 @@ TrainSummary run_training(const Config& cfg, const CommonFlags& flags, const Tra
                           cfg.TRAIN.beta1, amp.master_weights())};
   LossScaler scaler(amp.scaler);
   History history;
+  CheckpointSet set;  // the files of the last complete save (tools/checkpoint_set.h)
+  for (const std::string& name : remove_stale_temporaries(cfg.DIR))
+    say("removed " + cfg.DIR + "/" + name + " (a temporary file left by an interrupted write)");
   if (opt.resume) {
-    start_step = load_train_state(train_state_path(cfg.DIR), *model, opt_pair, scaler, cfg);
+    const std::string state_path = train_state_path(cfg.DIR);
+    const SafetensorsFile state = read_train_state(state_path);
+    const TrainStateMeta meta = train_state_meta(state, state_path);
+    check_resume_differences(resume_differences(meta, cfg), opt.force, state_path);
+    restore_train_state(state, state_path, *model, opt_pair.encoder, opt_pair.decoder, scaler);
+    start_step = meta.step;
+    summary.best_miou = meta.best_miou;
+    set = meta.set;
+    for (const std::string& note : check_checkpoint_set(cfg.DIR, set, start_step / steps_per_epoch)) warn(note);
     history.load(cfg.DIR);
     history.truncate(start_step);
-    say("resumed from " + train_state_path(cfg.DIR) + " at step " + std::to_string(start_step));
+    say("resumed from " + state_path + " at step " + std::to_string(start_step) + " of " + std::to_string(max_steps));
   }
+  summary.start_step = summary.steps = start_step;
+  summary.max_steps = max_steps;
 
   data::DatasetOptions dopt = dataset_options(cfg, flags);
   data::TrainDataset dataset(dopt);
+  if (start_step < max_steps) {  // a finished run has nothing to load
+    const int threads = std::max<int>(1, static_cast<int>(cfg.TRAIN.workers));
+    const PreflightSummary pre = preflight_list(dataset.list(), "training list", true, dopt.on_bad_sample, threads);
+    if (cfg.TRAIN.eval_every > 0)
+      preflight_list(data::ValDataset(dopt).list(), "validation list", false, dopt.on_bad_sample, threads);
+    char line[160];
+    std::snprintf(line, sizeof line, "checked the files of %lld list entries in %.1f s", static_cast<long long>(pre.entries),
+                  pre.seconds);
+    say(line);
+  }
   data::TrainLoader loader(dataset, start_step * cfg.TRAIN.accum_steps);
   DeviceBatches batches(loader, device, amp_input_dtype(amp));
 
@@ -283,9 +231,30 @@ TrainSummary run_training(const Config& cfg, const CommonFlags& flags, const Tra
   const auto run_start = std::chrono::steady_clock::now();
   int64_t steps_this_run = 0;
 
-  auto save_all_state = [&](int64_t step) {
-    save_train_state(train_state_path(cfg.DIR), *model, opt_pair, scaler, step, cfg);
-    history.save(cfg.DIR);
+  // Saving: files first, then the commit (history.json, then the train state naming them all).
+  // A write that fails leaves the last complete checkpoint set as it was; the epoch files this save
+  // had already written are removed (no other save uses their names), and the error says so.
+  int64_t committed_step = opt.resume ? start_step : 0;
+  std::vector<std::string> uncommitted;
+  auto saving = [&](int64_t step, const std::function<void()>& write) {
+    try {
+      write();
+    } catch (const Error& e) {
+      if (e.kind() != ErrorKind::runtime) throw;
+      // unlink, not std::remove: the failure may be that a folder stands where the file goes, and
+      // std::remove would delete that (empty) folder too.
+      for (const std::string& f : uncommitted) ::unlink(f.c_str());
+      throw save_failed(e, step, committed_step, cfg.DIR);
+    }
+  };
+  auto commit = [&](int64_t step) {
+    saving(step, [&] {
+      set.files["history.json"] = history.save(cfg.DIR);
+      save_train_state(train_state_path(cfg.DIR), *model, opt_pair.encoder, opt_pair.decoder, scaler, step, cfg,
+                       summary.best_miou, set);
+    });
+    committed_step = step;
+    uncommitted.clear();
   };
 
   // --detect-anomaly: checks every op's outputs and gradients (layers/anomaly.h).
@@ -397,8 +366,14 @@ TrainSummary run_training(const Config& cfg, const CommonFlags& flags, const Tra
 
     const bool epoch_end = i + 1 == steps_per_epoch;
     if (epoch_end) {
-      save_segmentation_checkpoint(*model, checkpoint_paths(cfg.DIR, epoch));
-      save_all_state(step + 1);
+      saving(step + 1, [&] {
+        const CheckpointPaths paths = checkpoint_paths(cfg.DIR, epoch);
+        uncommitted = {paths.encoder, paths.decoder};
+        const CheckpointDigests d = save_segmentation_checkpoint(*model, paths);
+        set.set_epoch_files(epoch, d.encoder, d.decoder);
+      });
+      // Validation comes before the commit, so the train state holds the model as training goes on
+      // with it (BN re-estimation changes the running statistics) and the best mIoU with its files.
       if (cfg.TRAIN.eval_every > 0 && epoch % cfg.TRAIN.eval_every == 0) {
         if (cfg.TRAIN.bn_recalibrate_iters > 0) recalibrate_bn(*model, dataset, cfg.TRAIN.bn_recalibrate_iters, amp, device);
         data::ValDataset val(dopt);
@@ -413,27 +388,34 @@ TrainSummary run_training(const Config& cfg, const CommonFlags& flags, const Tra
         progress.line(line);
         if (r.mean_iou > summary.best_miou) {
           summary.best_miou = r.mean_iou;
-          save_segmentation_checkpoint(*model, CheckpointPaths{cfg.DIR + "/encoder_best.safetensors",
-                                                               cfg.DIR + "/decoder_best.safetensors"});
+          saving(step + 1, [&] {
+            const CheckpointDigests d = save_segmentation_checkpoint(
+                *model, CheckpointPaths{cfg.DIR + "/encoder_best.safetensors", cfg.DIR + "/decoder_best.safetensors"});
+            set.files["encoder_best.safetensors"] = d.encoder;
+            set.files["decoder_best.safetensors"] = d.decoder;
+          });
         }
         summary.last_eval = r;
-        history.save(cfg.DIR);
       }
+      commit(step + 1);
     }
     const bool stop = stop_requested() || (opt.stop_after > 0 && steps_this_run >= opt.stop_after);
     if (stop && step + 1 < max_steps) {
-      save_all_state(step + 1);
+      if (committed_step != step + 1) commit(step + 1);
       progress.line(std::string("stopped by ") + (stop_requested() ? stop_signal_name() : "--stop-after") + " after step " +
                     std::to_string(step + 1) + "; resumable state saved to " + train_state_path(cfg.DIR) +
                     " (continue with --resume)");
       summary.interrupted = true;
       summary.steps = step + 1;
+      summary.steps_this_run = steps_this_run;
       break;
     }
     summary.steps = step + 1;
+    summary.steps_this_run = steps_this_run;
   }
   progress.finish();
-  if (!summary.interrupted) save_all_state(summary.steps);
+  // Every epoch end commits, and max_steps is a whole number of epochs: the last step is saved.
+  SEG_ASSERT(summary.interrupted || committed_step == summary.steps || steps_this_run == 0);
   summary.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - run_start).count();
   return summary;
 }

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "core/error.h"
+#include "core/numbers.h"
 #include "data/loader_bench.h"
 #include "data/synth_dataset.h"
 
@@ -49,13 +50,13 @@ int main(int argc, char** argv) {
         usage();
         return 0;
       } else if (a == "--workers") {
-        o.dataset.workers = std::atoi(value().c_str());
+        o.dataset.workers = static_cast<int>(int_flag(a, value(), 0, 1 << 20));
       } else if (a == "--iterations") {
-        o.iterations = std::atoi(value().c_str());
+        o.iterations = static_cast<int>(int_flag(a, value(), 1, 1 << 20));
       } else if (a == "--images") {
-        o.images = std::atoi(value().c_str());
+        o.images = static_cast<int>(int_flag(a, value(), 1, 1 << 20));
       } else if (a == "--batch") {
-        o.dataset.batch_size_per_gpu = std::atoi(value().c_str());
+        o.dataset.batch_size_per_gpu = static_cast<int>(int_flag(a, value(), 1, 1 << 20));
       } else if (a == "--list") {
         o.list = value();
       } else if (a == "--root") {
@@ -63,7 +64,7 @@ int main(int argc, char** argv) {
       } else if (a == "--work-dir") {
         work_dir = value();
       } else if (a == "--synth-images") {
-        synth_images = std::atoi(value().c_str());
+        synth_images = static_cast<int>(int_flag(a, value(), 1, 1 << 20));
       } else {
         SEG_FAIL(usage, "unknown option ", a, " (see --help)");
       }

@@ -1,5 +1,9 @@
 #include "kernels/cpu/cpu_features.h"
 
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
+
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
@@ -7,13 +11,26 @@
 namespace seg {
 
 namespace {
+#if defined(__x86_64__)
+// F16C (CPUID leaf 1, ECX bit 29): clang before 15 does not know the "f16c" builtin string (the
+// fuzz build uses Debian's clang 14), so ask CPUID directly there.
+bool has_f16c() {
+#if defined(__clang__) && __clang_major__ < 15
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  return __get_cpuid(1, &a, &b, &c, &d) && (c & (1u << 29)) != 0;
+#else
+  return __builtin_cpu_supports("f16c");
+#endif
+}
+#endif
+
 CpuIsa detect() {
 #if defined(__x86_64__)
   __builtin_cpu_init();
   if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
       __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq"))
     return CpuIsa::avx512;
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c"))
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && has_f16c())
     return CpuIsa::avx2;
 #endif
   return CpuIsa::scalar;

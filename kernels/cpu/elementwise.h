@@ -24,8 +24,13 @@ template <class T> using acc_t = std::conditional_t<std::is_same_v<T, double>, d
 // (x86-64-v3 has them; GCC's _Float16 emits them), which round exactly like the software conversion
 // in kernels/common/half.h but are ~20x faster; only NaN payloads can differ (hardware keeps them,
 // the reference returns the canonical NaN). bf16 uses the branch-free software rounding.
+// clang supports _Float16 on x86 from version 15; older clangs (the fuzz build uses Debian's 14) take
+// the software path, which rounds the same.
+#if defined(__F16C__) && (!defined(__clang__) || __clang_major__ >= 15)
+#define SEG_CPU_FLOAT16 1
+#endif
 template <class T> inline acc_t<T> load(const T& v) {
-#if defined(__F16C__)
+#if defined(SEG_CPU_FLOAT16)
   if constexpr (std::is_same_v<T, f16>) {
     _Float16 h;
     std::memcpy(&h, &v.bits, sizeof h);
@@ -35,7 +40,7 @@ template <class T> inline acc_t<T> load(const T& v) {
   return static_cast<acc_t<T>>(v);
 }
 template <class T> inline T store(acc_t<T> v) {
-#if defined(__F16C__)
+#if defined(SEG_CPU_FLOAT16)
   if constexpr (std::is_same_v<T, f16>) {
     const _Float16 h = static_cast<_Float16>(v);
     T out;

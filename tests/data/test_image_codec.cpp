@@ -2,12 +2,14 @@
 // stb's JPEG decoder is from libjpeg's (Pillow's).
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 
 #include "data/class_info.h"
 #include "data/file_io.h"
 #include "data/image_codec.h"
+#include "data/jpeg_check.h"
 #include "test_helpers.h"
 
 using namespace seg::data;
@@ -124,4 +126,54 @@ TEST_CASE("JPEG encoding writes a decodable file of the right size") {
   int files = 0;
   for (const auto& entry : std::filesystem::directory_iterator(dir.path())) files += entry.is_regular_file();
   CHECK(files == 1);
+}
+
+// stb_image 2.27 writes past its Huffman tables when a DHT segment's 16 code counts add up to more
+// than 256 (found by the image fuzz target; data/jpeg_check.h). The file the fuzzer found is kept in
+// tests/fuzz/regressions/image; every entry point must refuse it as a data error before stb reads it.
+TEST_CASE("a JPEG whose Huffman table declares more than 256 codes is refused before stb decodes it") {
+  const std::string found = source_path("tests/fuzz/regressions/image/jpeg_dht_more_than_256_codes");
+  const std::vector<uint8_t> bytes = read_file_bytes(found, "image");
+  for (const seg::Error& e : {expect_error([&] { decode_image_rgb(bytes, "x.jpg"); }),
+                              expect_error([&] { decode_label(bytes, "x.png"); }),
+                              expect_error([&] { load_image_rgb(found); })}) {
+    CHECK(e.kind() == seg::ErrorKind::data);
+    CHECK(std::string(e.what()).find("Huffman table declares 863 codes") != std::string::npos);
+  }
+  // Its table comes after the frame header, which stbi_info does not read: the header is fine.
+  CHECK(read_image_header(found, "image").width > 0);
+
+  // A table before the frame header is reached by stbi_info too (the pre-flight check reads headers).
+  ScratchDir dir;
+  std::vector<uint8_t> early = {0xFF, 0xD8, 0xFF, 0xC4};
+  const int counts = 16 * 17;  // 16 counts of 17: 272 codes
+  const int length = 2 + 1 + 16 + counts;
+  early.push_back(static_cast<uint8_t>(length >> 8));
+  early.push_back(static_cast<uint8_t>(length & 0xFF));
+  early.push_back(0x00);  // class 0 (DC), table 0
+  for (int i = 0; i < 16; ++i) early.push_back(17);
+  early.resize(early.size() + counts, 0);
+  write_file_atomic(dir / "early.jpg", early.data(), early.size());
+  const seg::Error header = expect_error([&] { read_image_header(dir / "early.jpg", "image"); });
+  CHECK(header.kind() == seg::ErrorKind::data);
+  CHECK(header.context("file") == dir / "early.jpg");
+  CHECK(std::string(header.what()).find("declares 272 codes") != std::string::npos);
+  CHECK(check_jpeg_for_stb(early.data(), early.size(), true).problem.find("272") != std::string::npos);
+  // stb takes FF fill bytes before the start-of-image marker (FF FF FF D8 starts a JPEG for it).
+  std::vector<uint8_t> filled(early.size() + 2, 0xFF);  // (insert() trips GCC 12's -Warray-bounds)
+  std::copy(early.begin(), early.end(), filled.begin() + 2);
+  CHECK(check_jpeg_for_stb(filled.data(), filled.size(), true).problem.find("272") != std::string::npos);
+  CHECK(std::string(expect_error([&] { decode_image_rgb(filled, "filled.jpg"); }).what()).find("272") !=
+        std::string::npos);
+
+  // The check passes real files: the fixture photo (full walk and header walk) and a PNG.
+  const std::vector<uint8_t> photo = read_file_bytes(golden("jpeg_photo_q90.jpg"), "image");
+  CHECK(check_jpeg_for_stb(photo.data(), photo.size(), false).problem.empty());
+  const JpegCheck head = check_jpeg_for_stb(photo.data(), photo.size(), true);
+  CHECK(head.problem.empty());
+  CHECK(!head.incomplete);
+  // Cut before its frame header, the header walk asks for more bytes instead of deciding.
+  CHECK(check_jpeg_for_stb(photo.data(), 20, true).incomplete);
+  const std::vector<uint8_t> png = encode_png(Image(4, 4, 3, 1));
+  CHECK(check_jpeg_for_stb(png.data(), png.size(), false).problem.empty());
 }

@@ -80,6 +80,18 @@ TEST_CASE("a malformed line is a data error naming the list file and line") {
   CHECK(!e.context("what to do").empty());
 }
 
+// nlohmann reports a number too large for a double as out_of_range.406, not as a parse_error: it
+// escaped parse_odgt as a foreign exception (found by the odgt fuzz target,
+// tests/fuzz/regressions/odgt).
+TEST_CASE("a number too large for a double is a malformed line, not a crash") {
+  const std::string text = odgt_line("a.jpg", "a.png", 4, 3) + "\n" + R"({"fpath_img": "b.jpg", "width": 1e999})";
+  const seg::Error e = expect_error([&] { parse_odgt(text, "lists/train.odgt", {}); });
+  CHECK(e.kind() == seg::ErrorKind::data);
+  CHECK(e.context("file") == "lists/train.odgt:2");
+  CHECK(std::string(e.what()).find("malformed JSON") != std::string::npos);
+  CHECK(std::string(e.what()).find("1e999") != std::string::npos);
+}
+
 TEST_CASE("missing keys and wrong types name the key and line") {
   OdgtReadOptions train;
   train.require_size = true;

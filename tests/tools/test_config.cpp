@@ -82,6 +82,22 @@ TEST_CASE("unknown keys suggest the nearest; wrong types name the key and source
   const std::string broken = temp_file("broken.json", "{\"TRAIN\": ");
   CHECK_THROWS_WITH_AS(load_config(broken, {}), doctest::Contains("cannot parse JSON"), Error);
   CHECK_THROWS_WITH_AS(load_config("/no/such.json", {}), doctest::Contains("not found"), Error);
+  // Found by the config fuzz targets (tests/fuzz/regressions/config_*): a number beyond double's
+  // range is nlohmann's out_of_range, not a parse_error; a string that is not UTF-8 (YAML and the
+  // command line accept any bytes) could not be written to config.json once training had started.
+  const std::string huge = temp_file("huge.json", "{\"TRAIN\": {\"lr_encoder\": 1e999}}");
+  CHECK_THROWS_WITH_AS(load_config(huge, {}), doctest::Contains("cannot parse JSON"), Error);
+  try {
+    load_config("", {"DIR", "ckpt/\xff"});
+    FAIL("expected an error");
+  } catch (const Error& e) {
+    CHECK(e.exit_code() == 2);
+    CHECK(e.context("key") == "DIR");
+    CHECK(std::string(e.what()).find("not UTF-8") != std::string::npos);
+  }
+  const std::string latin1 = temp_file("latin1.yaml", "DIR: \"ckpt/caf\xe9\"\n");
+  CHECK_THROWS_WITH_AS(load_config(latin1, {}), doctest::Contains("not UTF-8"), Error);
+  CHECK(load_config("", {"DIR", "ckpt/caf\xc3\xa9"}).DIR == "ckpt/caf\xc3\xa9");  // UTF-8 is fine
   CHECK_THROWS_WITH_AS(load_config("", {"TRAIN.seed"}), doctest::Contains("KEY VALUE"), Error);
 }
 

@@ -1,0 +1,65 @@
+#include "tools/resume_check.h"
+
+#include <cstdio>
+
+#include "core/error.h"
+
+namespace seg::cli {
+
+const std::vector<std::string>& resume_defining_keys() {
+  static const std::vector<std::string> keys = {
+      "MODEL.arch_encoder",      "MODEL.arch_decoder",  "MODEL.fc_dim",        "DATASET.num_class",
+      "TRAIN.batch_size_per_gpu", "TRAIN.accum_steps",   "TRAIN.lr_encoder",    "TRAIN.lr_decoder",
+      "TRAIN.lr_pow",            "TRAIN.epoch_iters",   "TRAIN.beta1",         "TRAIN.weight_decay",
+      "DATASET.imgSizes",        "DATASET.imgMaxSize",  "TRAIN.amp",           "TRAIN.amp_dtype",
+      "TRAIN.loss_scale",
+  };
+  return keys;
+}
+
+std::vector<ConfigDifference> resume_differences(const TrainStateMeta& state, const Config& now) {
+  std::vector<ConfigDifference> out;
+  if (state.config) {
+    for (const std::string& key : resume_defining_keys()) {
+      const std::string saved = state.config->get(key), current = now.get(key);
+      if (saved != current) out.push_back({key, saved, current});
+    }
+    return out;
+  }
+  // Format 1 recorded only these.
+  auto compare = [&](const char* meta_key, const std::string& config_key, const std::string& current) {
+    const auto it = state.metadata.find(meta_key);
+    if (it != state.metadata.end() && it->second != current) out.push_back({config_key, it->second, current});
+  };
+  compare("arch_encoder", "MODEL.arch_encoder", now.MODEL.arch_encoder);
+  compare("arch_decoder", "MODEL.arch_decoder", now.MODEL.arch_decoder);
+  compare("num_class", "DATASET.num_class", std::to_string(now.DATASET.num_class));
+  compare("amp", "TRAIN.amp/TRAIN.amp_dtype", now.TRAIN.amp + "/" + now.TRAIN.amp_dtype);
+  compare("accum_steps", "TRAIN.accum_steps", std::to_string(now.TRAIN.accum_steps));
+  return out;
+}
+
+namespace {
+std::string shown(const std::string& v) { return v.empty() ? "''" : v; }
+}  // namespace
+
+void check_resume_differences(const std::vector<ConfigDifference>& diffs, bool force, const std::string& state_path) {
+  if (diffs.empty()) return;
+  if (force) {
+    for (const auto& d : diffs)
+      std::fprintf(stderr, "segtrain: warning: --resume --force: %s changed from %s (the run) to %s; the result will "
+                           "differ from an uninterrupted run\n",
+                   d.key.c_str(), shown(d.saved).c_str(), shown(d.now).c_str());
+    return;
+  }
+  std::string list;
+  for (const auto& d : diffs) list += "\n    " + d.key + ": " + shown(d.saved) + " (the run) -> " + shown(d.now) + " (now)";
+  throw Error(ErrorKind::usage, str("--resume with a config that changes the run in ", diffs.size(),
+                                    diffs.size() == 1 ? " key:" : " keys:", list))
+      .key(diffs[0].key)
+      .file(state_path)
+      .hint("resume with the run's values (DIR/config.json holds them), train in a new DIR, or add --force to "
+            "continue with the new values anyway");
+}
+
+}  // namespace seg::cli
