@@ -15,7 +15,7 @@ namespace seg::cli {
 
 int cmd_info(const Args& args) {
   if (wants_help(args)) {
-    std::printf("usage: segtrain info [--amp | --keys]\n\nPrints the build configuration (CUDA, simulator; cuDNN, NCCL, MPI are not implemented yet),\n"
+    std::printf("usage: segtrain info [--amp | --keys]\n\nPrints the build configuration (CUDA, simulator, cuDNN; NCCL and MPI are not implemented yet),\n"
                 "the CPU features in use, the thread count and the CUDA devices found.\n"
                 "--amp prints the mixed-precision policy table of all four levels.\n"
                 "--keys lists every config key with its type, default and meaning (as segtrain train --help-keys).\n\n"
@@ -40,7 +40,8 @@ int cmd_info(const Args& args) {
   std::printf("  CUDA backend     %s\n", yes(SEG_BUILD_CUDA));
   std::printf("  CUDA simulator   %s (tests only)\n", yes(SEG_BUILD_SIM));
   // Not features yet: the SEG_CUDNN/SEG_NCCL/SEG_MPI options exist but nothing uses them.
-  std::printf("  cuDNN            not implemented yet (issue 15)\n");
+  std::printf("  cuDNN            %s\n", cuda_compiled() ? "engine built (kernels/cuda/engine.h; library loaded at run time)"
+                                                       : "no (CUDA builds only: the cuDNN convolution engine)");
   std::printf("  NCCL             not implemented yet (issue 16)\n");
   std::printf("  MPI              not implemented yet (issue 16)\n");
   std::printf("  sanitizers       %s\n", SEG_BUILD_SANITIZE[0] ? SEG_BUILD_SANITIZE : "none");

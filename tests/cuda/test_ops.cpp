@@ -11,6 +11,7 @@
 #include <doctest/doctest.h>
 
 #include "core/rng.h"
+#include "kernels/cuda/engine.h"
 #include "layers/ops.h"
 #include "tests/common/compare_tensor.h"
 #include "tests/cuda/cuda_backend_util.h"
@@ -58,6 +59,13 @@ TEST_CASE("cuda ops: conv2d dense, strided, dilated, grouped, depthwise and 1x1,
   // or direct loops): |diff| <= K 2^-24 sum|x w|; with |x|, |w| ~ N(0,1) and K <= 108 the sums of
   // |x w| stay below ~100, so 1e-4 absolute and relative covers f32; half types as one_rounding.
   const DtypeTolerance conv{Tolerance{1e-4, 1e-4}, Tolerance{4e-3, 2.0 / 1024}, Tolerance{3e-2, 2.0 / 128}};
+  // The f32 bound is strict f32's: CUDA convolutions run f32 as TF32 by default (as PyTorch does),
+  // whose own bound and tests are in tests/kernels/cuda (test_conv2d, tf32_sum_tolerance).
+  struct StrictF32 {
+    bool was = cuda::allow_tf32();
+    StrictF32() { cuda::set_allow_tf32(false); }
+    ~StrictF32() { cuda::set_allow_tf32(was); }
+  } strict_f32;
   struct Conf {
     const char* name;
     Shape x, w;
