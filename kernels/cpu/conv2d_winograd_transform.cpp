@@ -59,8 +59,14 @@ void tile_avx2(const float* const* src, float* const* dst, int64_t n, const floa
 
 // ------------------------------------------------------------------ AVX-512 (run-time dispatch)
 #if defined(__x86_64__)
+// GCC: a target region; clang (the fuzz build) ignores `#pragma GCC target` and needs the attribute
+// applied to every function of the region instead.
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c"))), apply_to = function)
+#else
 #pragma GCC push_options
 #pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")
+#endif
 namespace {
 struct OpsAvx512 {
   using R = __m512;
@@ -84,7 +90,11 @@ void tile_avx512_body(const float* const* src, float* const* dst, int64_t n16, c
   wino_avx512::tile_range<OpsAvx512, Map>(src, dst, 0, n16, bias);
 }
 }  // namespace
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
 #pragma GCC pop_options
+#endif
 #endif
 
 namespace {
