@@ -71,6 +71,9 @@ Tensor parse_npy(const std::vector<char>& bytes, const std::string& path) {
     bad(path, "shape is not a tuple: '" + shape_text + "'");
   Shape shape;
   uint64_t nbytes = dtype_size(dtype);
+  // Shape::numel multiplies the sizes in int64 in order, so the product of the non-zero sizes must
+  // fit there too: a zero later in the tuple does not save the earlier products (fuzz_npy found it).
+  uint64_t nonzero_product = 1;
   for (size_t i = 1; i + 1 < shape_text.size();) {
     while (i + 1 < shape_text.size() && (shape_text[i] == ' ' || shape_text[i] == ',')) ++i;
     if (i + 1 >= shape_text.size()) break;
@@ -79,7 +82,10 @@ Tensor parse_npy(const std::vector<char>& bytes, const std::string& path) {
     const auto [end, ec] = std::from_chars(first, shape_text.data() + shape_text.size() - 1, dim);
     if (ec != std::errc() || end == first) bad(path, "shape '" + shape_text + "' is not a tuple of sizes");
     if (shape.size() == Shape::kMaxDims) bad(path, str("rank above ", Shape::kMaxDims, " is not supported"));
-    if (dim > static_cast<uint64_t>(INT64_MAX) || (dim != 0 && nbytes > UINT64_MAX / dim)) bad(path, "shape is too large");
+    if (dim > static_cast<uint64_t>(INT64_MAX) || (dim != 0 && nbytes > UINT64_MAX / dim) ||
+        (dim != 0 && nonzero_product > static_cast<uint64_t>(INT64_MAX) / dim))
+      bad(path, "shape is too large");
+    if (dim != 0) nonzero_product *= dim;
     nbytes *= dim;
     shape.push_back(static_cast<int64_t>(dim));
     i = static_cast<size_t>(end - shape_text.data());
