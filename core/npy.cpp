@@ -82,8 +82,8 @@ Tensor parse_npy(const std::vector<char>& bytes, const std::string& path) {
     const auto [end, ec] = std::from_chars(first, shape_text.data() + shape_text.size() - 1, dim);
     if (ec != std::errc() || end == first) bad(path, "shape '" + shape_text + "' is not a tuple of sizes");
     if (shape.size() == Shape::kMaxDims) bad(path, str("rank above ", Shape::kMaxDims, " is not supported"));
-    if (dim > static_cast<uint64_t>(INT64_MAX) || (dim != 0 && nbytes > UINT64_MAX / dim) ||
-        (dim != 0 && nonzero_product > static_cast<uint64_t>(INT64_MAX) / dim))
+    // (the second test also keeps every size within int64)
+    if (dim != 0 && (nbytes > UINT64_MAX / dim || nonzero_product > static_cast<uint64_t>(INT64_MAX) / dim))
       bad(path, "shape is too large");
     if (dim != 0) nonzero_product *= dim;
     nbytes *= dim;

@@ -11,11 +11,11 @@
 #include <doctest/doctest.h>
 
 #include "core/rng.h"
-#include "kernels/cuda/engine.h"
 #include "layers/ops.h"
 #include "tests/common/compare_tensor.h"
 #include "tests/cuda/cuda_backend_util.h"
 #include "tests/cuda/op_check.h"
+#include "tests/kernels/cuda/typed_host.h"
 
 using namespace seg;
 using namespace seg::test;
@@ -61,11 +61,7 @@ TEST_CASE("cuda ops: conv2d dense, strided, dilated, grouped, depthwise and 1x1,
   const DtypeTolerance conv{Tolerance{1e-4, 1e-4}, Tolerance{4e-3, 2.0 / 1024}, Tolerance{3e-2, 2.0 / 128}};
   // The f32 bound is strict f32's: CUDA convolutions run f32 as TF32 by default (as PyTorch does),
   // whose own bound and tests are in tests/kernels/cuda (test_conv2d, tf32_sum_tolerance).
-  struct StrictF32 {
-    bool was = cuda::allow_tf32();
-    StrictF32() { cuda::set_allow_tf32(false); }
-    ~StrictF32() { cuda::set_allow_tf32(was); }
-  } strict_f32;
+  const test::ScopedTf32 strict_f32(false);
   struct Conf {
     const char* name;
     Shape x, w;
