@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "data/file_io.h"
 #include "data/jpeg_check.h"
+#include "data/png_check.h"
 
 namespace seg::data {
 
@@ -53,7 +54,11 @@ void guard_jpeg(const uint8_t* data, size_t size, bool header_only, const std::s
 }
 
 // Decodes with stb and copies into an Image with `channels` channels.
-Image decode(const std::vector<uint8_t>& bytes, const std::string& path, int channels, const char* what) {
+Image decode(const std::vector<uint8_t>& file_bytes, const std::string& path, int channels, const char* what) {
+  // An empty IDAT chunk would make stb memcpy to a null pointer (data/png_check.h): drop it first.
+  std::vector<uint8_t> without_empty_idat;
+  const std::vector<uint8_t>& bytes =
+      drop_empty_png_idat(file_bytes.data(), file_bytes.size(), without_empty_idat) ? without_empty_idat : file_bytes;
   int w = 0, h = 0, file_channels = 0;
   const int size = checked_size(bytes.size(), path);
   if (stbi_info_from_memory(bytes.data(), size, &w, &h, &file_channels)) check_pixel_count(w, h, path, what);

@@ -10,6 +10,7 @@
 #include "data/file_io.h"
 #include "data/image_codec.h"
 #include "data/jpeg_check.h"
+#include "data/png_check.h"
 #include "test_helpers.h"
 
 using namespace seg::data;
@@ -176,4 +177,40 @@ TEST_CASE("a JPEG whose Huffman table declares more than 256 codes is refused be
   CHECK(check_jpeg_for_stb(photo.data(), 20, true).incomplete);
   const std::vector<uint8_t> png = encode_png(Image(4, 4, 3, 1));
   CHECK(check_jpeg_for_stb(png.data(), png.size(), false).problem.empty());
+}
+
+// stb_image 2.27 copies an empty first IDAT chunk to a buffer it has not allocated (memcpy to null:
+// UBSan reports it; data/png_check.h). The chunk carries no data, so it is dropped before decoding.
+TEST_CASE("a PNG with empty IDAT chunks decodes to the same pixels, and stb never sees those chunks") {
+  Image rgb(5, 3, 3);
+  for (size_t i = 0; i < rgb.pixels.size(); ++i) rgb.pixels[i] = static_cast<uint8_t>(i * 7);
+  const std::vector<uint8_t> plain = encode_png(rgb);
+  // Walk to the first IDAT chunk and put an empty one in front of it (length 0, "IDAT", CRC).
+  size_t pos = 8;
+  auto length_at = [&](size_t p) {
+    return (size_t{plain[p]} << 24) | (size_t{plain[p + 1]} << 16) | (size_t{plain[p + 2]} << 8) | size_t{plain[p + 3]};
+  };
+  while (std::string(plain.begin() + pos + 4, plain.begin() + pos + 8) != "IDAT") pos += 12 + length_at(pos);
+  const std::vector<uint8_t> empty_idat = {0, 0, 0, 0, 'I', 'D', 'A', 'T', 0x35, 0xAF, 0x06, 0x1E};
+  std::vector<uint8_t> with_empty(plain.begin(), plain.begin() + static_cast<std::ptrdiff_t>(pos));
+  with_empty.insert(with_empty.end(), empty_idat.begin(), empty_idat.end());
+  with_empty.insert(with_empty.end(), plain.begin() + static_cast<std::ptrdiff_t>(pos), plain.end());
+  with_empty.insert(with_empty.end() - 12, empty_idat.begin(), empty_idat.end());  // and one before IEND
+
+  std::vector<uint8_t> dropped;
+  REQUIRE(drop_empty_png_idat(with_empty.data(), with_empty.size(), dropped));
+  CHECK(dropped == plain);
+  CHECK(decode_image_rgb(with_empty, "empty_idat.png").pixels == rgb.pixels);
+  // Nothing to drop in a plain PNG or in a JPEG: the caller's bytes are used as they are.
+  CHECK_FALSE(drop_empty_png_idat(plain.data(), plain.size(), dropped));
+  const std::vector<uint8_t> photo = read_file_bytes(golden("jpeg_photo_q90.jpg"), "image");
+  CHECK_FALSE(drop_empty_png_idat(photo.data(), photo.size(), dropped));
+
+  // The file the fuzzer found (an empty first IDAT, then a chunk whose length runs past the end) is
+  // an ordinary data error now, as label and as photo.
+  const std::string found = source_path("tests/fuzz/regressions/image/png_empty_first_idat_null_memcpy.png");
+  const std::vector<uint8_t> bytes = read_file_bytes(found, "image");
+  for (const seg::Error& e : {expect_error([&] { decode_image_rgb(bytes, "x.png"); }),
+                              expect_error([&] { decode_label(bytes, "x.png"); })})
+    CHECK(e.kind() == seg::ErrorKind::data);
 }

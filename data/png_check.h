@@ -1,0 +1,23 @@
+// A guard in front of stb_image's PNG decoder (Debian's libstb-dev, stb_image v2.27): when a PNG's
+// first IDAT chunk is empty, stb copies its zero bytes into a buffer it has not allocated yet,
+// `memcpy(NULL, p, 0)` (stbi__getn, found by the image fuzz target, docs/reliability.md). That is
+// undefined behaviour even for zero bytes: the compiler may assume the pointer is not null. We cannot
+// patch the system header, so an empty IDAT chunk (legal, and carrying no data) is dropped before
+// stb sees the file; the decoded image is the same.
+//
+// A PNG is the 8-byte signature, then chunks of: length (4 bytes, big endian), type (4), data
+// (length bytes), CRC (4). Dropping a whole chunk leaves every other chunk's CRC valid.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace seg::data {
+
+// When `data` is a PNG holding one or more zero-length IDAT chunks, writes the file without them to
+// `out` and returns true; otherwise (not a PNG, or nothing to drop) returns false and leaves `out`
+// alone. A chunk whose length runs past the end stops the walk: stb refuses the file there anyway.
+bool drop_empty_png_idat(const uint8_t* data, size_t size, std::vector<uint8_t>& out);
+
+}  // namespace seg::data
