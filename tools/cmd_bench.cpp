@@ -35,7 +35,7 @@ namespace {
 const char* kUsage =
     "usage: segtrain bench [--model ENCODER-DECODER | --cfg FILE] [--size S] [--batch B] [--steps N]\n"
     "                      [--warmup N] [--amp LEVEL] [--amp-dtype T] [--num-class K] [--ops-json FILE]\n"
-    "                      [--detect-anomaly] [--threads N] [--device D] [--verbose]\n"
+    "                      [--detect-anomaly] [--threads N] [--device D [--no-tf32]] [--verbose]\n"
     "\n"
     "Times N training steps (after warm-up) of a model on random S x S images: forward, backward and\n"
     "optimizer step, images per second and peak memory, then a table of the time spent per op. The\n"

@@ -15,7 +15,7 @@ namespace {
 const char* kUsage =
     "usage: segtrain eval --cfg FILE [--checkpoint NAME | --encoder FILE --decoder FILE] [--scales LIST]\n"
     "                     [--visualize] [--amp LEVEL] [--amp-dtype T] [--max-images N] [--non-strict]\n"
-    "                     [--device D] [--threads N] [KEY VALUE ...]\n"
+    "                     [--device D [--no-tf32]] [--threads N] [KEY VALUE ...]\n"
     "\n"
     "Evaluates on DATASET.list_val exactly as upstream's eval.py: for each image and each short side in\n"
     "DATASET.imgSizes (or --scales), softmax probabilities upsampled to the label size are averaged; the\n"

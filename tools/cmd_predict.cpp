@@ -19,7 +19,7 @@ namespace seg::cli {
 namespace {
 const char* kUsage =
     "usage: segtrain predict --cfg FILE --imgs PATH [--out DIR] [--checkpoint NAME | --encoder F --decoder F]\n"
-    "                        [--npy] [--scales LIST] [--non-strict] [--amp LEVEL] [--device D] [--threads N] [KEY VALUE ...]\n"
+    "                        [--npy] [--scales LIST] [--non-strict] [--amp LEVEL] [--device D [--no-tf32]] [--threads N] [KEY VALUE ...]\n"
     "\n"
     "Segments an image, or every .jpg/.jpeg/.png in a folder, with multi-scale averaging as eval does.\n"
     "For each image it writes, in DIR (default TEST.result):\n"

@@ -11,7 +11,7 @@ namespace seg::cli {
 
 namespace {
 const char* kUsage =
-    "usage: segtrain train --cfg FILE [--gpus 0 | --device cpu] [--amp O0|O1|O2|O3] [--amp-dtype f16|bf16]\n"
+    "usage: segtrain train --cfg FILE [--gpus 0 | --device D [--no-tf32]] [--amp O0|O1|O2|O3] [--amp-dtype f16|bf16]\n"
     "                      [--loss-scale dynamic|none|N] [--resume [--force]] [--amp-stats] [--detect-anomaly]\n"
     "                      [--threads N] [--skip-bad | --on-bad-sample fail|skip] [--help-keys] [KEY VALUE ...]\n"
     "\n"
@@ -26,6 +26,8 @@ const char* kUsage =
     "  --cfg FILE          a JSON config (configs/) or an upstream YAML config, used as it is\n"
     "  --gpus LIST         upstream's forms (0, 0-3, 0,2, gpu0); one GPU for now\n"
     "  --device D          cpu (default) or cuda:N\n"
+    "  --no-tf32           strict f32 convolutions and GEMMs on CUDA (default: TF32 tensor cores for f32,\n"
+    "                      as PyTorch; the CPU's f32 is always strict)\n"
     "  --amp LEVEL         mixed precision, Apex semantics (docs/mixed-precision.md); --apex = O1,\n"
     "                      --apex-opt-level LEVEL as upstream's pull request\n"
     "  --amp-dtype T       f16 (default) or bf16\n"

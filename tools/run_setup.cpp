@@ -8,6 +8,9 @@
 #include "core/fileio.h"
 #include "core/numbers.h"
 #include "kernels/cpu/thread_pool.h"
+#ifdef SEG_WITH_CUDA
+#include "kernels/cuda/engine.h"
+#endif
 
 namespace seg::cli {
 
@@ -35,6 +38,7 @@ CommonFlags parse_common_flags(const std::vector<std::string>& args, const std::
     else if (a == "--loss-scale") f.loss_scale = value(i);
     else if (a == "--on-bad-sample") f.on_bad_sample = value(i);
     else if (a == "--skip-bad") f.on_bad_sample = "skip";
+    else if (a == "--no-tf32") f.no_tf32 = true;
     else if (a == "--threads") {
       f.threads = static_cast<int>(int_flag("--threads", value(i), 1, 4096));
     } else if (contains(own_with_value, a)) {
@@ -119,6 +123,14 @@ Device resolve_device(const CommonFlags& flags) {
     dev = Device::parse(flags.device);
   }
   require_device(dev);
+#ifdef SEG_WITH_CUDA
+  // TF32 for f32 convolutions and GEMMs is on by default, as in PyTorch (kernels/cuda/engine.h);
+  // the start-up line says which kernels f32 runs on.
+  if (dev.is_cuda()) {
+    cuda::set_allow_tf32(!flags.no_tf32);
+    std::printf("%s: %s\n", dev.str().c_str(), cuda::describe_engines().c_str());
+  }
+#endif
   return dev;
 }
 

@@ -25,6 +25,7 @@ struct CommonFlags {
   std::string loss_scale;    // --loss-scale dynamic|none|N
   std::string on_bad_sample; // --on-bad-sample fail|skip
   int threads = 0;           // --threads N (0 = all cores)
+  bool no_tf32 = false;      // --no-tf32: strict f32 convolutions/GEMMs on CUDA (no effect on the CPU)
   std::vector<std::string> overrides;  // trailing KEY VALUE pairs
   std::vector<std::string> rest;       // command-specific flags, in order, for the command to parse
 };

@@ -48,7 +48,12 @@ inline std::vector<std::string> tiny_overrides(const std::string& run_dir, int e
 }
 
 inline std::string config_file() { return std::string(SEG_SOURCE_DIR) + "/configs/synth-mobilenetv2dilated-c1_deepsup.json"; }
-inline std::string segtrain_binary() { return std::string(SEG_BINARY_DIR) + "/bin/segtrain"; }
+// The CLI under test: segtrain, or segtrain_sim (the CLI on the simulated GPU) where a suite
+// defines SEG_CLI_BINARY_NAME (tests/cuda/cli).
+#ifndef SEG_CLI_BINARY_NAME
+#define SEG_CLI_BINARY_NAME "segtrain"
+#endif
+inline std::string segtrain_binary() { return std::string(SEG_BINARY_DIR) + "/bin/" SEG_CLI_BINARY_NAME; }
 
 struct RunResult {
   int exit_code = -1;

@@ -1,0 +1,161 @@
+// The segtrain CLI with `--device cuda:0`, end to end, on the simulated GPU: segtrain_sim is the
+// shipped CLI's code linked against the simulated CUDA backend (tools/CMakeLists.txt), so train,
+// eval, predict and bench run every CUDA code path of the product here, in CI, without a GPU, and
+// are compared with the same commands on the CPU.
+//
+// What is compared, and why these bounds:
+// - train: the first step's loss is a forward pass of identical weights on identical batches (the
+//   loader is deterministic, dropout draws the CPU's mask), so the two devices differ only in the
+//   f32 summation order of convolutions, BatchNorm moments and the loss. Later steps are not
+//   compared element by element: one pre-activation that rounding moves across ReLU6's kink changes
+//   the gradients upstream of it by about 1% (tests/cuda/test_model_steps.cpp, docs/cuda-backend.md).
+// - predict: the probabilities of the CPU-trained checkpoint, again one forward pass, strict f32
+//   (--no-tf32) and with TF32 (the default), whose inputs keep 10 mantissa bits. Measured: within
+//   6e-8 and 1.9e-5 of the CPU's; the bounds are 1e-6 (16 f32 roundings of 1) and 2e-4 (about 0.4
+//   of one TF32 rounding of 1, 2^-11).
+// - eval: mean IoU and accuracy are argmax counts: equal unless a pixel's two best classes are
+//   closer than the devices' rounding difference.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/npy.h"
+#include "core/safetensors.h"
+#include "tests/common/compare_tensor.h"
+#include "tests/tools/cli_test_helpers.h"
+
+using seg::test::run_segtrain;
+
+namespace {
+
+std::vector<std::string> with_overrides(std::vector<std::string> args, const std::string& dir) {
+  for (const std::string& o : seg::test::tiny_overrides(dir, 1, 2)) args.push_back(o);
+  // Every step in the history (one step per row), and no extra threads (the simulator has its own).
+  for (const char* o : {"TRAIN.disp_iter", "1", "TRAIN.workers", "1"}) args.push_back(o);
+  return args;
+}
+
+seg::test::RunResult train(const std::string& dir, const std::vector<std::string>& device_flags) {
+  std::vector<std::string> args = {"train", "--cfg", seg::test::config_file()};
+  args.insert(args.end(), device_flags.begin(), device_flags.end());
+  return run_segtrain(with_overrides(args, dir));
+}
+
+std::vector<double> history_losses(const std::string& dir) {
+  std::ifstream f(dir + "/history.json");
+  const nlohmann::json j = nlohmann::json::parse(f);
+  std::vector<double> out;
+  for (const auto& row : j.at("train")) out.push_back(row.at("loss").get<double>());
+  return out;
+}
+
+// "Mean IoU: 0.1234, Accuracy: 56.78%" from eval's report.
+std::pair<double, double> eval_numbers(const std::string& output) {
+  const size_t at = output.find("Mean IoU: ");
+  REQUIRE(at != std::string::npos);
+  double miou = -1, acc = -1;
+  REQUIRE(std::sscanf(output.c_str() + at, "Mean IoU: %lf, Accuracy: %lf%%", &miou, &acc) == 2);
+  return {miou, acc};
+}
+
+}  // namespace
+
+TEST_CASE("segtrain train, eval, predict and bench with --device cuda:0 on the simulated GPU match the CPU") {
+  const std::string cpu_dir = seg::test::fresh_dir("cli_cuda_cpu"), gpu_dir = seg::test::fresh_dir("cli_cuda_gpu");
+
+  const auto on_cpu = train(cpu_dir, {"--device", "cpu"});
+  INFO(on_cpu.output);
+  REQUIRE(on_cpu.exit_code == 0);
+  const auto on_gpu = train(gpu_dir, {"--device", "cuda:0", "--no-tf32"});
+  INFO(on_gpu.output);
+  REQUIRE(on_gpu.exit_code == 0);
+  // The start-up lines: the device, and which kernels f32 runs on.
+  CHECK(on_gpu.output.find("cuda:0: engine own") != std::string::npos);
+  CHECK(on_gpu.output.find("strict f32 (TF32 off)") != std::string::npos);
+  CHECK(on_gpu.output.find("images on cuda:0") != std::string::npos);
+
+  const std::vector<double> cpu_losses = history_losses(cpu_dir), gpu_losses = history_losses(gpu_dir);
+  REQUIRE(cpu_losses.size() == 2);
+  REQUIRE(gpu_losses.size() == 2);
+  MESSAGE("first-step loss: cpu ", cpu_losses[0], ", cuda:0 ", gpu_losses[0], " (relative difference ",
+          std::abs(gpu_losses[0] - cpu_losses[0]) / cpu_losses[0], "); second: ", cpu_losses[1], " / ", gpu_losses[1]);
+  // history.json keeps the loss as a double; the bound is 16 f32 roundings (2^-24 each), relative.
+  SEG_CHECK_CLOSE(std::vector<double>{gpu_losses[0]}, std::vector<double>{cpu_losses[0]},
+                  seg::test::Tolerance{0, 16.0 / (1 << 24)});
+  CHECK(std::isfinite(gpu_losses[1]));
+  // The checkpoints were read back from the device and written like the CPU's.
+  for (const char* f : {"/encoder_epoch_1.safetensors", "/decoder_epoch_1.safetensors", "/train_state.safetensors"}) {
+    CAPTURE(f);
+    const seg::SafetensorsFile a = seg::read_safetensors(cpu_dir + f), b = seg::read_safetensors(gpu_dir + f);
+    CHECK(a.tensors.size() == b.tensors.size());
+    for (const auto& [name, t] : b.tensors) {
+      CAPTURE(name);
+      const seg::Tensor* want = a.find(name);
+      REQUIRE(want != nullptr);
+      CHECK(t.shape() == want->shape());
+      CHECK(t.dtype() == want->dtype());
+      CHECK(t.device().is_cpu());
+    }
+  }
+
+  // predict and eval of the CPU-trained checkpoint on both devices.
+  const std::string image = seg::test::tiny_dataset() + "/images/validation/synth_val_00000001.jpg";
+  auto predict = [&](const std::string& out, const std::vector<std::string>& device_flags) {
+    std::vector<std::string> args = {"predict", "--cfg", seg::test::config_file(), "--checkpoint", "epoch_1.pth",
+                                     "--imgs", image, "--out", out, "--npy"};
+    args.insert(args.end(), device_flags.begin(), device_flags.end());
+    const auto r = run_segtrain(with_overrides(args, cpu_dir));
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+    return seg::read_npy(out + "/synth_val_00000001_probs.npy");
+  };
+  const seg::Tensor p_cpu = predict(cpu_dir + "/pred_cpu", {"--device", "cpu"});
+  const seg::Tensor p_strict = predict(cpu_dir + "/pred_strict", {"--device", "cuda:0", "--no-tf32"});
+  const seg::Tensor p_tf32 = predict(cpu_dir + "/pred_tf32", {"--device", "cuda:0"});
+  const seg::test::Comparison strict = seg::test::compare(p_strict, p_cpu, {1e-6, 0});
+  const seg::test::Comparison tf32 = seg::test::compare(p_tf32, p_cpu, {2e-4, 0});
+  MESSAGE("predict probabilities vs the CPU: strict f32 ", strict.str(), "; TF32 ", tf32.str());
+  CHECK_MESSAGE(strict.ok(), strict.str());
+  CHECK_MESSAGE(tf32.ok(), tf32.str());
+  // TF32 really ran: its difference from the CPU is far above strict f32's.
+  CHECK(tf32.max_abs > 10 * strict.max_abs);
+
+  auto eval = [&](const std::vector<std::string>& device_flags) {
+    std::vector<std::string> args = {"eval", "--cfg", seg::test::config_file(), "--checkpoint", "epoch_1.pth",
+                                     "--max-images", "2"};
+    args.insert(args.end(), device_flags.begin(), device_flags.end());
+    const auto r = run_segtrain(with_overrides(args, cpu_dir));
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+    return eval_numbers(r.output);
+  };
+  const auto e_cpu = eval({"--device", "cpu"}), e_gpu = eval({"--device", "cuda:0", "--no-tf32"});
+  MESSAGE("eval: cpu mIoU ", e_cpu.first, " acc ", e_cpu.second, "%; cuda:0 mIoU ", e_gpu.first, " acc ", e_gpu.second, "%");
+  CHECK(e_gpu.first == e_cpu.first);
+  CHECK(e_gpu.second == e_cpu.second);
+
+  // bench: forward, backward and optimizer phases timed with CUDA events on the device's stream.
+  const auto b = run_segtrain({"bench", "--cfg", seg::test::config_file(), "--device", "cuda:0", "--size", "32",
+                               "--batch", "1", "--steps", "1", "--warmup", "0"});
+  INFO(b.output);
+  REQUIRE(b.exit_code == 0);
+  CHECK(b.output.find("per step: forward") != std::string::npos);
+  CHECK(b.output.find("cuda:0") != std::string::npos);
+}
+
+TEST_CASE("segtrain_sim reports its GPU as simulated, and a GPU it does not have is a device error") {
+  const auto info = run_segtrain({"info"});
+  INFO(info.output);
+  REQUIRE(info.exit_code == 0);
+  CHECK(info.output.find("simulated") != std::string::npos);
+  const auto r = run_segtrain({"bench", "--device", "cuda:7", "--size", "32", "--steps", "1", "--warmup", "0"});
+  INFO(r.output);
+  CHECK(r.exit_code != 0);
+  CHECK(r.output.find("cuda:7") != std::string::npos);
+}
