@@ -11,6 +11,7 @@
 # WORK/<target>/crash-* (or leak-*, timeout-*, oom-*), the script prints it and exits 1. Fix the bug,
 # then keep the input: copy it to tests/fuzz/regressions/<target>/ (test_fuzz_replay replays it in
 # every normal build). docs/reliability.md says what the targets check and what they found.
+# SEG_JOBS targets run at a time (default 2), each for SEG_FUZZ_SECONDS.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds="${SEG_FUZZ_SECONDS:-60}"
@@ -27,26 +28,44 @@ cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=clan
 # shellcheck disable=SC2086
 cmake --build "$build" -j "$jobs" --target $(for t in $targets; do echo "fuzz_$t"; done)
 
-status=0
-for t in $targets; do
-  corpus="$work/$t/corpus"
+# One target: its report goes to WORK/<target>.report, its result to WORK/<target>.status, so that
+# SEG_JOBS targets can run side by side (each libFuzzer process uses one core) and the reports
+# still print in order.
+fuzz_one() {
+  local t="$1" corpus="$work/$1/corpus" t0
   mkdir -p "$corpus"
   cp -n tests/fuzz/corpus/"$t"/* "$corpus"/ 2>/dev/null || true
   [ -d tests/fuzz/regressions/"$t" ] && cp -n tests/fuzz/regressions/"$t"/* "$corpus"/ 2>/dev/null || true
-  echo "=== fuzz $t: ${seconds} s, corpus $(ls "$corpus" | wc -l) inputs"
-  t0=$(date +%s)
-  # -rss_limit_mb: a decoder that believes a header claiming gigapixels is a bug (data/image_codec.cpp
-  # refuses > 2^27 pixels before decoding); -timeout: one input may not take 10 s.
-  if ! "$build/bin/fuzz_$t" -max_total_time="$seconds" -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 \
-       -artifact_prefix="$work/$t/" "$corpus" >"$work/$t.log" 2>&1; then
-    status=1
-    echo "fuzz $t: FAILED after $(( $(date +%s) - t0 )) s; the input:"
-    ls "$work/$t"/crash-* "$work/$t"/leak-* "$work/$t"/timeout-* "$work/$t"/oom-* 2>/dev/null || true
-    grep -E "ERROR|SUMMARY|property failed|terminate|==[0-9]+==" "$work/$t.log" | head -20 || true
-    echo "(full log: $work/$t.log)"
-    continue
-  fi
-  echo "fuzz $t: ok in $(( $(date +%s) - t0 )) s; $(grep -E '^stat::number_of_executed_units' "$work/$t.log" | awk '{print $2}') runs, " \
-       "corpus now $(ls "$corpus" | wc -l) inputs, coverage: $(grep -oE 'cov: [0-9]+' "$work/$t.log" | tail -1)"
+  {
+    echo "=== fuzz $t: ${seconds} s, corpus $(ls "$corpus" | wc -l) inputs"
+    t0=$(date +%s)
+    # -rss_limit_mb: a decoder that believes a header claiming gigapixels is a bug (data/image_codec.cpp
+    # refuses > 2^27 pixels before decoding); -timeout: one input may not take 10 s.
+    if ! "$build/bin/fuzz_$t" -max_total_time="$seconds" -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 \
+         -artifact_prefix="$work/$t/" "$corpus" >"$work/$t.log" 2>&1; then
+      echo 1 >"$work/$t.status"
+      echo "fuzz $t: FAILED after $(( $(date +%s) - t0 )) s; the input:"
+      ls "$work/$t"/crash-* "$work/$t"/leak-* "$work/$t"/timeout-* "$work/$t"/oom-* 2>/dev/null || true
+      grep -E "ERROR|SUMMARY|property failed|terminate|==[0-9]+==" "$work/$t.log" | head -20 || true
+      echo "(full log: $work/$t.log)"
+    else
+      echo 0 >"$work/$t.status"
+      echo "fuzz $t: ok in $(( $(date +%s) - t0 )) s; $(grep -E '^stat::number_of_executed_units' "$work/$t.log" | awk '{print $2}') runs, " \
+           "corpus now $(ls "$corpus" | wc -l) inputs, coverage: $(grep -oE 'cov: [0-9]+' "$work/$t.log" | tail -1)"
+    fi
+  } >"$work/$t.report" 2>&1
+}
+
+mkdir -p "$work"
+for t in $targets; do
+  rm -f "$work/$t.status" "$work/$t.report"
+  fuzz_one "$t" &
+  while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n || true; done
+done
+wait
+status=0
+for t in $targets; do
+  cat "$work/$t.report" 2>/dev/null || echo "fuzz $t: no report"
+  [ "$(cat "$work/$t.status" 2>/dev/null)" = 0 ] || status=1
 done
 exit $status
