@@ -4,17 +4,18 @@
 # thermal). Prints every pair and, per model, the median of each side and of the ratio.
 #
 #   tools/bench/pair.sh [--rounds R] [--size S] [--batch B] [--threads T] [--num-class K]
-#                       [--steps N] [--warmup W] [MODEL ...]
+#                       [--steps N] [--warmup W] [--torch-memory-format channels_last|nchw] [MODEL ...]
 #
 # Defaults: 3 rounds, 256x256, batch 4, 2 threads, 150 classes, 5 measured steps after 2 warm-up
 # steps, the models MobileNetV2dilated-C1_deepsup and ResNet50dilated-PPM_deepsup (issue 20's pair).
 # Needs build/bin/segtrain (tools/build.sh) and Debian's python3-torch (tools/bench/torch_step.py);
 # nothing in the build or the tests depends on it. The ratio is segtrain's step time divided by
-# PyTorch's: below 1 means segtrain is faster.
+# PyTorch's: below 1 means segtrain is faster. PyTorch runs channels_last unless told otherwise;
+# which layout is faster for PyTorch depends on the model and machine, so measure both.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
-rounds=3 size=256 batch=4 threads=2 num_class=150 steps=5 warmup=2
+rounds=3 size=256 batch=4 threads=2 num_class=150 steps=5 warmup=2 layout=channels_last
 models=()
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -25,7 +26,8 @@ while [ $# -gt 0 ]; do
     --num-class) num_class="$2"; shift 2 ;;
     --steps) steps="$2"; shift 2 ;;
     --warmup) warmup="$2"; shift 2 ;;
-    -h|--help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --torch-memory-format) layout="$2"; shift 2 ;;
+    -h|--help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     --*) echo "pair.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
     *) models+=("$1"); shift ;;
   esac
@@ -42,7 +44,7 @@ python="${SEG_TORCH_PYTHON:-/usr/bin/python3}"
 common=(--model MODEL --size "$size" --batch "$batch" --threads "$threads" --num-class "$num_class" --steps "$steps" --warmup "$warmup")
 echo "pair.sh: $rounds rounds, batch $batch x ${size}x${size}, $threads threads, $num_class classes, $steps steps after $warmup warm-up"
 echo "  segtrain: $segtrain bench ${common[*]}"
-echo "  pytorch : $python tools/bench/torch_step.py ${common[*]}"
+echo "  pytorch : $python tools/bench/torch_step.py ${common[*]} --memory-format $layout"
 echo "  $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
 
 median() { sort -g | awk '{v[NR] = $1} END {if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
@@ -56,7 +58,7 @@ for model in "${models[@]}"; do
     # segtrain prints "per step: ... total X ms", torch_step.py "X ms per training step".
     out=$("$segtrain" bench "${args[@]}" 2>&1) || { echo "$out" >&2; exit 1; }
     a=$(sed -n 's/^per step: .*total \([0-9.]*\) ms.*/\1/p' <<<"$out")
-    out=$("$python" tools/bench/torch_step.py "${args[@]}" 2>&1) || { echo "$out" >&2; exit 1; }
+    out=$("$python" tools/bench/torch_step.py "${args[@]}" --memory-format "$layout" 2>&1) || { echo "$out" >&2; exit 1; }
     b=$(sed -n 's/.*: \([0-9.]*\) ms per training step.*/\1/p' <<<"$out")
     [ -n "$a" ] && [ -n "$b" ] || { echo "pair.sh: could not read a step time for $model" >&2; exit 1; }
     ratio=$(awk -v a="$a" -v b="$b" 'BEGIN {printf "%.3f", a / b}')
@@ -68,6 +70,6 @@ for model in "${models[@]}"; do
     "$(printf '%s\n' "${ratios[@]}" | median)")")
 done
 echo
-echo "| model (median of $rounds pairs) | segtrain | PyTorch $("$python" -c 'import torch; print(torch.__version__)') | segtrain / PyTorch |"
+echo "| model (median of $rounds pairs) | segtrain | PyTorch $("$python" -c 'import torch; print(torch.__version__)') ($layout) | segtrain / PyTorch |"
 echo "|---|---|---|---|"
 printf '%s\n' "${summary[@]}"

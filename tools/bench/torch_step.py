@@ -2,7 +2,7 @@
 """Times whole training steps of an upstream model in PyTorch, for `segtrain bench` to compare with.
 
 Builds the model with upstream's own code (mit_semseg, from a checkout given with --upstream, or
-exported from the fetched mirror), channels_last, float32, SGD with momentum, and times
+exported from the fetched mirror), channels_last (or NCHW with --memory-format nchw), float32, SGD with momentum, and times
 forward + backward + step on random images, at the given batch, size and thread count:
 
     /usr/bin/python3 tools/bench/torch_step.py --model mobilenetv2dilated-c1_deepsup --size 256 --batch 4 --threads 2
@@ -46,6 +46,8 @@ def main():
     p.add_argument("--warmup", type=int, default=2)
     p.add_argument("--num-class", type=int, default=150)
     p.add_argument("--upstream", help="a checkout of CSAILVision/semantic-segmentation-pytorch")
+    p.add_argument("--memory-format", choices=["channels_last", "nchw"], default="channels_last",
+                   help="PyTorch's activation layout (which is faster depends on the machine and version)")
     args = p.parse_args()
     torch.set_num_threads(args.threads)
     path = args.upstream
@@ -65,11 +67,12 @@ def main():
     dec = models.ModelBuilder.build_decoder(arch=dec_arch, fc_dim=fc, num_class=args.num_class)
     crit = torch.nn.NLLLoss(ignore_index=-1)
     deep = 0.4 if dec_arch.endswith("deepsup") else None
-    module = models.SegmentationModule(enc, dec, crit, deep).to(memory_format=torch.channels_last)
+    layout = torch.channels_last if args.memory_format == "channels_last" else torch.contiguous_format
+    module = models.SegmentationModule(enc, dec, crit, deep).to(memory_format=layout)
     module.train()
     opt = torch.optim.SGD(module.parameters(), lr=0.01, momentum=0.9, weight_decay=1e-4)
     stride = 4 if dec_arch.startswith("upernet") or enc_arch == "hrnetv2" else 8
-    img = torch.randn(args.batch, 3, args.size, args.size).contiguous(memory_format=torch.channels_last)
+    img = torch.randn(args.batch, 3, args.size, args.size).contiguous(memory_format=layout)
     lab = torch.randint(0, args.num_class, (args.batch, (args.size + stride - 1) // stride, (args.size + stride - 1) // stride))
     feed = {"img_data": img, "seg_label": lab}
     times = []
@@ -83,7 +86,7 @@ def main():
             times.append(time.perf_counter() - t0)
     step = sum(times) / len(times)
     print("pytorch %s %s: %s batch %d x %dx%d, %d threads: %.1f ms per training step, %.2f images/s"
-          % (torch.__version__, args.model, "channels_last f32", args.batch, args.size, args.size, args.threads,
+          % (torch.__version__, args.model, args.memory_format + " f32", args.batch, args.size, args.size, args.threads,
              1e3 * step, args.batch / step))
 
 
