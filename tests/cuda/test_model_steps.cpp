@@ -38,32 +38,28 @@ struct Trainee {
   std::shared_ptr<SegmentationModule> model;
   std::unique_ptr<SGD> enc, dec;
   std::unique_ptr<LossScaler> scaler;
+  DType input = DType::f32;  // what the images are cast to before the forward pass
 };
 
-Trainee make_trainee(const ModelConfig& mc, const AmpConfig& amp, Device device) {
+// `f64`: the reference of the comparison against float64 below: the same initial weights (same
+// seed) in float64 on the CPU, fed float64 images (`amp` must then be O0).
+Trainee make_trainee(const ModelConfig& mc, const AmpConfig& amp, Device device, bool f64 = false) {
   Trainee t;
   reset_global_rng(mc.seed);
   t.model = build_segmentation_module(mc);
-  cast_model_for_amp(*t.model, amp);
-  t.model->to(device);
-  t.enc = std::make_unique<SGD>(SegmentationModule::param_groups(*t.model->encoder, 1e-4), 0.02, 0.9, amp.master_weights());
-  t.dec = std::make_unique<SGD>(SegmentationModule::param_groups(*t.model->decoder, 1e-4), 0.02, 0.9, amp.master_weights());
-  t.scaler = std::make_unique<LossScaler>(amp.scaler);
-  return t;
-}
-
-// The f64 reference of a trainee: the same initial weights (same seed) in float64 on the CPU.
-Trainee make_trainee_f64(const ModelConfig& mc) {
-  Trainee t;
-  reset_global_rng(mc.seed);
-  t.model = build_segmentation_module(mc);
-  for (const NamedTensor& p : t.model->named_parameters()) {
-    *p.tensor = p.tensor->detach().to(DType::f64);
-    p.tensor->set_requires_grad(true);
+  if (f64) {
+    for (const NamedTensor& p : t.model->named_parameters()) {
+      *p.tensor = p.tensor->detach().to(DType::f64);
+      p.tensor->set_requires_grad(true);
+    }
+    for (const NamedTensor& b : t.model->named_buffers())
+      if (is_floating(b.tensor->dtype())) *b.tensor = b.tensor->to(DType::f64);
+    t.input = DType::f64;
+  } else {
+    cast_model_for_amp(*t.model, amp);
+    t.input = amp_input_dtype(amp);
   }
-  for (const NamedTensor& b : t.model->named_buffers())
-    if (is_floating(b.tensor->dtype())) *b.tensor = b.tensor->to(DType::f64);
-  const AmpConfig amp = make_amp_config("O0");
+  t.model->to(device);
   t.enc = std::make_unique<SGD>(SegmentationModule::param_groups(*t.model->encoder, 1e-4), 0.02, 0.9, amp.master_weights());
   t.dec = std::make_unique<SGD>(SegmentationModule::param_groups(*t.model->decoder, 1e-4), 0.02, 0.9, amp.master_weights());
   t.scaler = std::make_unique<LossScaler>(amp.scaler);
@@ -77,8 +73,7 @@ struct StepResult {
   uint64_t readbacks = 0;  // device-to-host copies during the step
 };
 
-StepResult step(Trainee& t, const AmpConfig& amp, const Tensor& images, const Tensor& labels, int64_t num_class,
-                DType input = DType::f32) {
+StepResult step(Trainee& t, const AmpConfig& amp, const Tensor& images, const Tensor& labels, int64_t num_class) {
   const Device device = t.model->device();
   const uint64_t before = device_to_host_copies();
   t.model->train(true);
@@ -88,7 +83,7 @@ StepResult step(Trainee& t, const AmpConfig& amp, const Tensor& images, const Te
   TrainOutput out;
   {
     Autocast ac(amp);
-    out = t.model->forward_train(images.to(device).to(input == DType::f64 ? input : amp_input_dtype(amp)), labels.to(device));
+    out = t.model->forward_train(images.to(device).to(t.input), labels.to(device));
   }
   scaled_backward(out.loss, *t.scaler);
   ReadBack rb(device);
@@ -297,14 +292,14 @@ void check_step_against_f64(const ModelConfig& mc, int64_t label_size, uint64_t 
   if (const char* s = std::getenv("SEG_STEP_SEED")) seed = std::strtoull(s, nullptr, 10);
   CAPTURE(seed);
   const AmpConfig amp = make_amp_config("O0");
-  Trainee cpu = make_trainee(mc, amp, Device::cpu()), gpu = make_trainee(mc, amp, cuda0()), ref = make_trainee_f64(mc);
+  Trainee cpu = make_trainee(mc, amp, Device::cpu()), gpu = make_trainee(mc, amp, cuda0()), ref = make_trainee(mc, amp, Device::cpu(), true);
   std::vector<std::vector<double>> before;
   for (const NamedTensor& p : ref.model->named_parameters()) before.push_back(p.tensor->to_vector<double>());
   const Tensor images = random_tensor({2, 32, 32, 3}, DType::f32, seed);
   const Tensor labels = random_labels({2, label_size, label_size}, mc.num_class, seed + 1);
   const StepResult a = step(cpu, amp, images, labels, mc.num_class);
   const StepResult b = step(gpu, amp, images, labels, mc.num_class);
-  const StepResult r = step(ref, amp, images, labels, mc.num_class, DType::f64);
+  const StepResult r = step(ref, amp, images, labels, mc.num_class);
   const double loss_cpu = std::abs(a.loss - r.loss), loss_gpu = std::abs(b.loss - r.loss);
   MESSAGE("loss ", r.loss, ": error of cpu f32 ", loss_cpu, ", of cuda:0 f32 ", loss_gpu);
   CHECK(loss_gpu <= 4 * loss_cpu + 4 * std::numeric_limits<float>::epsilon() * r.loss);
