@@ -1,5 +1,6 @@
-# seg_add_test(NAME <exe> LABEL <cpu|sim|gpu|mpi> SOURCES ... LIBS ...)
+# seg_add_test(NAME <exe> LABEL <cpu|sim|gpu|mpi> SOURCES ... LIBS ... [LAUNCHER cmd args...])
 #
+# LAUNCHER runs the executable through another program (the MPI suites: mpirun -np 2).
 # One doctest executable per folder and label. Each becomes a CTest test with that label and
 # SKIP_RETURN_CODE 77 (GPU/MPI suites exit 77 when there is nothing to run on, and CTest reports
 # them as skipped, never as passed). Besides the main test, the executable's cases are split into
@@ -14,7 +15,7 @@
 include_guard(GLOBAL)
 
 function(seg_add_test)
-  cmake_parse_arguments(T "" "NAME;LABEL" "SOURCES;LIBS" ${ARGN})
+  cmake_parse_arguments(T "" "NAME;LABEL" "SOURCES;LIBS;LAUNCHER" ${ARGN})
   set(T_SLOW_SUITE OFF)
   set(T_REQUIRES "")
   foreach(src ${T_SOURCES})
@@ -38,21 +39,21 @@ function(seg_add_test)
   set(_exclude "")
   if(T_SLOW_SUITE)
     set(_exclude "slow")
-    add_test(NAME ${T_NAME}_slow COMMAND ${T_NAME} --test-suite=slow)
+    add_test(NAME ${T_NAME}_slow COMMAND ${T_LAUNCHER} $<TARGET_FILE:${T_NAME}> --test-suite=slow)
     set_tests_properties(${T_NAME}_slow PROPERTIES LABELS "slow;${T_LABEL}" SKIP_RETURN_CODE 77
       WORKING_DIRECTORY ${CMAKE_BINARY_DIR})
   endif()
   foreach(_r ${T_REQUIRES})
     list(APPEND _exclude "requires:${_r}")
-    add_test(NAME ${T_NAME}_${_r} COMMAND ${T_NAME} --test-suite=requires:${_r} --seg-require=${_r})
+    add_test(NAME ${T_NAME}_${_r} COMMAND ${T_LAUNCHER} $<TARGET_FILE:${T_NAME}> --test-suite=requires:${_r} --seg-require=${_r})
     set_tests_properties(${T_NAME}_${_r} PROPERTIES LABELS "${T_LABEL}" SKIP_RETURN_CODE 77
       WORKING_DIRECTORY ${CMAKE_BINARY_DIR})
   endforeach()
   if(_exclude)
     string(REPLACE ";" "," _exclude "${_exclude}")
-    add_test(NAME ${T_NAME} COMMAND ${T_NAME} --test-suite-exclude=${_exclude})
+    add_test(NAME ${T_NAME} COMMAND ${T_LAUNCHER} $<TARGET_FILE:${T_NAME}> --test-suite-exclude=${_exclude})
   else()
-    add_test(NAME ${T_NAME} COMMAND ${T_NAME})
+    add_test(NAME ${T_NAME} COMMAND ${T_LAUNCHER} $<TARGET_FILE:${T_NAME}>)
   endif()
   set_tests_properties(${T_NAME} PROPERTIES LABELS "${T_LABEL}" SKIP_RETURN_CODE 77
     WORKING_DIRECTORY ${CMAKE_BINARY_DIR})

@@ -11,7 +11,8 @@ void scaled_backward(const Tensor& loss, const LossScaler& scaler, int accum_ste
   loss.backward(Tensor::full(loss.shape(), scaler.scale() / accum_steps, loss.dtype(), loss.device()));
 }
 
-StepOutcome unscale_and_step(LossScaler& scaler, const std::vector<SGD*>& optimizers, ReadBack* readback) {
+StepOutcome unscale_and_step(LossScaler& scaler, const std::vector<SGD*>& optimizers, ReadBack* readback,
+                             Communicator* comm) {
   StepOutcome out;
   out.scale_used = scaler.scale();
   const Device device = optimizers.empty() ? Device::cpu() : optimizers.front()->device();
@@ -26,7 +27,12 @@ StepOutcome unscale_and_step(LossScaler& scaler, const std::vector<SGD*>& optimi
       prof::Range range("step.readback");
       rb.fetch();
     }
-    found_inf = rb.host(slot).data<int32_t>()[0] != 0;
+    int32_t flag_any = rb.host(slot).data<int32_t>()[0] != 0 ? 1 : 0;
+    if (comm != nullptr && comm->size() > 1) {
+      prof::Range range("step.found_inf_allreduce");
+      comm->allreduce_max(&flag_any, 1);
+    }
+    found_inf = flag_any != 0;
   } else if (rb.size() > 0) {
     prof::Range range("step.readback");
     rb.fetch();

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "core/comm.h"
 #include "core/loss_scaler.h"
 #include "core/optim.h"
 #include "core/readback.h"
@@ -31,6 +32,9 @@ struct StepOutcome {
   double scale_used = 1.0;  // the scale the gradients were computed with
   std::string message;      // Apex-style overflow message when skipped
 };
-StepOutcome unscale_and_step(LossScaler& scaler, const std::vector<SGD*>& optimizers, ReadBack* readback = nullptr);
+// With a communicator of several ranks the found-inf flag is all-reduced (max) before the decision,
+// so every rank skips the same steps and the loss scale stays equal on all ranks.
+StepOutcome unscale_and_step(LossScaler& scaler, const std::vector<SGD*>& optimizers, ReadBack* readback = nullptr,
+                             Communicator* comm = nullptr);
 
 }  // namespace seg

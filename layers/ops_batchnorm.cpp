@@ -40,14 +40,15 @@ void check_reducer_device(const BatchNormReducer* reducer, const Tensor& x) {
 // global mean, M2_r + n_r*(mean_r - mean)^2 -> the global M2. Host memory (CPU tensors).
 double sync_moments(BatchNormReducer& reducer, double* mu, double* m2, int64_t C, int64_t P) {
   std::vector<double> first(static_cast<size_t>(C + 1));
-  for (int64_t c = 0; c < C; ++c) first[c] = mu[c] * static_cast<double>(P);
+  // A rank with an empty sub-batch (P = 0) contributes nothing; its local mean may be 0/0.
+  for (int64_t c = 0; c < C; ++c) first[c] = P > 0 ? mu[c] * static_cast<double>(P) : 0.0;
   first[static_cast<size_t>(C)] = static_cast<double>(P);
   reducer.allreduce_sum(first);
   const double M = first[static_cast<size_t>(C)];
   std::vector<double> second(static_cast<size_t>(C));
   for (int64_t c = 0; c < C; ++c) {
     const double global = first[c] / M, d = mu[c] - global;
-    second[c] = m2[c] + static_cast<double>(P) * d * d;
+    second[c] = P > 0 ? m2[c] + static_cast<double>(P) * d * d : 0.0;
     mu[c] = global;
   }
   reducer.allreduce_sum(second);

@@ -1,0 +1,70 @@
+// Communicator: how the ranks of a data-parallel run talk to each other (DESIGN decision 8).
+//
+// One interface, several backends; the training code never knows which one it has:
+//   single process   size 1, every collective is the identity (core/comm.cpp)
+//   MPI              N CPU processes started by mpirun, on one machine or several (core/comm_mpi.cpp,
+//                    built when CMake finds MPI: -DSEG_MPI=ON, the default with OpenMPI installed)
+// NCCL between GPUs comes later (issue 16's GPU half).
+//
+// world() picks the backend once per process: MPI when the process was started by mpirun (Open MPI
+// sets OMPI_COMM_WORLD_SIZE; PMI_SIZE / PMIX_RANK for other launchers) and the build has MPI, the
+// single process otherwise. A plain `segtrain train` therefore never initialises MPI.
+//
+// Every collective is blocking unless its name says otherwise, and every rank must call the same
+// collectives in the same order (as in MPI). Buffers are host memory: CPU tensors' data.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace seg {
+
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  // For the start-up line: "single process" or "MPI (Open MPI v4.1.4): rank 0 of 2, host a".
+  virtual std::string describe() const = 0;
+
+  // In place: data[i] = sum over ranks of data[i] (max for the int flags).
+  virtual void allreduce_sum(float* data, int64_t n) = 0;
+  virtual void allreduce_sum(double* data, int64_t n) = 0;
+  virtual void allreduce_max(int32_t* data, int64_t n) = 0;
+
+  // A sum started now and finished by wait(): lets a gradient bucket travel while backward goes on.
+  class Pending {
+   public:
+    virtual ~Pending() = default;
+    virtual void wait() = 0;  // afterwards the buffer holds the sum; idempotent
+  };
+  virtual std::unique_ptr<Pending> allreduce_sum_async(float* data, int64_t n) = 0;
+
+  // Rank root's bytes to every rank.
+  virtual void broadcast(void* data, int64_t bytes, int root) = 0;
+  // Every rank's value, in rank order.
+  virtual std::vector<uint64_t> allgather(uint64_t value) = 0;
+  virtual void barrier() = 0;
+
+  // A collective that waits longer than this stops the rank with an error naming it (0 = never).
+  virtual void set_timeout_seconds(double) {}
+  virtual double timeout_seconds() const { return 0.0; }
+
+  std::string broadcast_string(const std::string& s, int root);
+  bool is_root() const { return rank() == 0; }
+};
+
+// The process's communicator (created on first use, lives until exit).
+Communicator& world();
+// True when this build can run under mpirun (built with MPI).
+bool built_with_mpi();
+// True when a launcher (mpirun) started this process as one of several ranks.
+bool launched_by_mpi();
+
+// A communicator of size 1 (tests, and world() outside mpirun).
+std::unique_ptr<Communicator> make_single_process_communicator();
+
+}  // namespace seg
