@@ -63,10 +63,22 @@ bool launched_by_mpi() {
   return env_set("OMPI_COMM_WORLD_SIZE") || env_set("PMI_SIZE") || env_set("PMIX_RANK");
 }
 
-Communicator& world() {
+namespace {
+std::unique_ptr<Communicator>& world_slot() {
   static std::unique_ptr<Communicator> comm;
+  return comm;
+}
+}  // namespace
+
+void abort_all_ranks_on_error(int exit_code) {
+  std::unique_ptr<Communicator>& comm = world_slot();
+  if (comm && comm->size() > 1) comm->abort(exit_code);
+}
+
+Communicator& world() {
+  std::unique_ptr<Communicator>& comm = world_slot();
   static std::once_flag once;
-  std::call_once(once, [] {
+  std::call_once(once, [&comm] {
     if (launched_by_mpi()) {
 #ifdef SEG_WITH_MPI
       comm = make_mpi_communicator();

@@ -53,6 +53,10 @@ class Communicator {
   virtual void set_timeout_seconds(double) {}
   virtual double timeout_seconds() const { return 0.0; }
 
+  // Stops every rank now with this exit code (MPI_Abort): how a rank that fails takes the others
+  // down instead of leaving them waiting in a collective. The single process just returns.
+  virtual void abort(int exit_code) { (void)exit_code; }
+
   std::string broadcast_string(const std::string& s, int root);
   bool is_root() const { return rank() == 0; }
 };
@@ -63,6 +67,10 @@ Communicator& world();
 bool built_with_mpi();
 // True when a launcher (mpirun) started this process as one of several ranks.
 bool launched_by_mpi();
+
+// After an error was printed: with several ranks, stops them all (abort); else nothing. Does not
+// create the communicator (a failure before training started has no ranks to stop).
+void abort_all_ranks_on_error(int exit_code);
 
 // A communicator of size 1 (tests, and world() outside mpirun).
 std::unique_ptr<Communicator> make_single_process_communicator();

@@ -122,6 +122,12 @@ class MpiCommunicator final : public Communicator {
     return out;
   }
 
+  void abort(int exit_code) override {
+    std::fflush(stdout);
+    std::fflush(stderr);
+    MPI_Abort(MPI_COMM_WORLD, exit_code);  // mpirun stops every rank and exits with this code
+  }
+
   void barrier() override {
     Watch w(in_collective_since_, collective_, "barrier");
     check(MPI_Barrier(MPI_COMM_WORLD), "barrier");

@@ -46,25 +46,27 @@ void check_same_run(Communicator& comm, const std::string& description) {
   for (int r = 1; r < comm.size(); ++r)
     if (hashes[static_cast<size_t>(r)] != hashes[0]) differing.push_back(r);
   if (differing.empty()) return;
+  // Each differing rank names its differing lines; every rank learns every rank's list, so the
+  // message is complete whichever rank's error stops the job first.
   const std::string root = comm.broadcast_string(description, 0);
+  std::string my_diff;
+  if (comm.rank() != 0 && hashes[static_cast<size_t>(comm.rank())] != hashes[0]) {
+    std::unordered_map<std::string, std::string> theirs;
+    for (const std::string& l : lines_of(root)) theirs[key_of(l)] = l;
+    for (const std::string& mine : lines_of(description)) {
+      const auto it = theirs.find(key_of(mine));
+      const std::string root_line = it == theirs.end() ? "(absent)" : it->second;
+      if (root_line != mine)
+        my_diff += "; rank 0: '" + root_line + "', rank " + std::to_string(comm.rank()) + ": '" + mine + "'";
+    }
+    if (my_diff.empty()) my_diff = "; rank " + std::to_string(comm.rank()) + " lacks lines rank 0 has";
+  }
+  std::string diff;
+  for (int r : differing) diff += comm.broadcast_string(my_diff, r);
   std::string ranks;
   for (int r : differing) ranks += (ranks.empty() ? "" : ", ") + std::to_string(r);
-  if (hashes[static_cast<size_t>(comm.rank())] == hashes[0])
-    throw Error(ErrorKind::usage, str("rank ", ranks, " of ", comm.size(),
-                                      " was started with a different run than rank 0 (its own message names the difference)"))
-        .hint("start every rank with the same config, overrides and flags");
-  // This rank differs: name each line that is not rank 0's.
-  std::unordered_map<std::string, std::string> theirs;
-  for (const std::string& l : lines_of(root)) theirs[key_of(l)] = l;
-  std::string diff;
-  for (const std::string& mine : lines_of(description)) {
-    const auto it = theirs.find(key_of(mine));
-    const std::string root_line = it == theirs.end() ? "(absent)" : it->second;
-    if (root_line != mine) diff += "; rank 0: '" + root_line + "', rank " + std::to_string(comm.rank()) + ": '" + mine + "'";
-  }
-  if (diff.empty()) diff = "; the descriptions differ in lines rank " + std::to_string(comm.rank()) + " lacks";
-  throw Error(ErrorKind::usage, str("rank ", comm.rank(), " of ", comm.size(), " was started with a different run than rank 0",
-                                    diff))
+  throw Error(ErrorKind::usage, str(differing.size() == 1 ? "rank " : "ranks ", ranks, " of ", comm.size(),
+                                    " started with a different run than rank 0", diff))
       .hint("start every rank with the same config, overrides and flags");
 }
 

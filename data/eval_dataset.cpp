@@ -97,7 +97,13 @@ TestDataset::TestDataset(const DatasetOptions& options, const std::vector<std::s
 TestDataset::TestDataset(const DatasetOptions& options, const std::string& odgt_path)
     : EvalDataset(options, read_test_list(odgt_path), false) {}
 
-EvalLoader::EvalLoader(const EvalDataset& dataset) : dataset_(dataset), remaining_(dataset.size()) {
+EvalLoader::EvalLoader(const EvalDataset& dataset) : EvalLoader(dataset, 0, 1, -1) {}
+
+EvalLoader::EvalLoader(const EvalDataset& dataset, int64_t first, int64_t stride, int64_t limit)
+    : dataset_(dataset), next_submit_(first), stride_(stride) {
+  SEG_CHECK(first >= 0 && stride >= 1, runtime, "EvalLoader: entries ", first, " + k * ", stride);
+  end_ = limit >= 0 ? std::min(limit, dataset.size()) : dataset.size();
+  remaining_ = first < end_ ? (end_ - first + stride - 1) / stride : 0;
   const DatasetOptions& o = dataset.options();
   prefetch_ = o.prefetch_depth();
   const bool skip = o.on_bad_sample == BadSamplePolicy::skip;
@@ -117,7 +123,10 @@ EvalLoader::~EvalLoader() = default;
 
 std::optional<EvalSample> EvalLoader::next() {
   while (remaining_ > 0) {
-    while (next_submit_ < dataset_.size() && workers_->pending() < prefetch_) workers_->submit(next_submit_++);
+    while (next_submit_ < end_ && workers_->pending() < prefetch_) {
+      workers_->submit(next_submit_);
+      next_submit_ += stride_;
+    }
     double waited = 0.0;
     Item item = workers_->take(&waited);
     wait_seconds_ += waited;

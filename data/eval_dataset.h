@@ -71,6 +71,9 @@ class TestDataset : public EvalDataset {
 class EvalLoader {
  public:
   explicit EvalLoader(const EvalDataset& dataset);  // `dataset` must outlive the loader
+  // Only the entries first, first + stride, ... below `limit` (-1: the whole list): rank `first` of
+  // `stride` ranks evaluating one list together (upstream's eval_multipro).
+  EvalLoader(const EvalDataset& dataset, int64_t first, int64_t stride, int64_t limit = -1);
   ~EvalLoader();
   // The next sample, or nothing at the end of the list.
   std::optional<EvalSample> next();
@@ -86,6 +89,8 @@ class EvalLoader {
   const EvalDataset& dataset_;
   std::unique_ptr<OrderedWorkers<int64_t, Item>> workers_;
   int64_t next_submit_ = 0;
+  int64_t stride_ = 1;
+  int64_t end_ = 0;  // one past the last index this loader may submit
   int64_t remaining_ = 0;
   int64_t prefetch_ = 0;
   int64_t skipped_ = 0;

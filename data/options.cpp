@@ -38,6 +38,10 @@ void DatasetOptions::validate() const {
     throw bad("TRAIN.batch_size_per_gpu", str("must be at least 1, got ", batch_size_per_gpu), "e.g. 2");
   if (workers < 0) throw bad("TRAIN.workers", str("must be 0 or more, got ", workers), "0 decodes on the main thread");
   if (num_gpus < 1) throw bad("num_gpus", str("must be at least 1, got ", num_gpus), "one sub-batch per GPU");
+  if (first_sub_batch < 0 || first_sub_batch + local_count() > num_gpus || local_count() < 1)
+    throw bad("local_sub_batches", str("sub-batches [", first_sub_batch, ", ", first_sub_batch + local_count(), ") of ",
+                                       num_gpus, " per iteration"),
+              "a rank loads a non-empty part of each iteration's sub-batches");
   if (prefetch < 0) throw bad("prefetch", str("must be 0 (automatic) or more, got ", prefetch), "e.g. 4");
 }
 

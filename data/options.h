@@ -36,6 +36,11 @@ struct DatasetOptions {
 
   // ---- ours ----
   int num_gpus = 1;   // sub-batches per iteration (one per GPU or rank)
+  // The sub-batches this process loads: [first_sub_batch, first_sub_batch + local_sub_batches) of
+  // each iteration's num_gpus (data parallel: a rank loads only its own; -1 = all of them).
+  int first_sub_batch = 0;
+  int local_sub_batches = -1;
+  int local_count() const { return local_sub_batches < 0 ? num_gpus : local_sub_batches; }
   int prefetch = 0;   // sub-batches decoded ahead of the consumer; 0 = 2 per worker (PyTorch's default)
   BadSamplePolicy on_bad_sample = BadSamplePolicy::fail;
   // upstream's parse_input_list slicing (eval_multipro): first max_sample, then [start_idx, end_idx)

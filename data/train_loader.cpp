@@ -22,7 +22,7 @@ TrainLoader::TrainLoader(const TrainDataset& dataset, int64_t start_iteration)
   const DatasetOptions& o = dataset.options();
   sampler_.seek(start_iteration);
   // Never fewer in flight than one iteration's sub-batches, so next() can always complete.
-  prefetch_ = std::max<int64_t>(o.prefetch_depth(), o.num_gpus);
+  prefetch_ = std::max<int64_t>(o.prefetch_depth(), o.local_count());
   workers_ = std::make_unique<OrderedWorkers<SubBatchPlan, TrainSubBatch>>(
       o.workers, [this](const SubBatchPlan& plan) { return dataset_.load(plan); });
 }
@@ -33,15 +33,21 @@ int TrainLoader::workers() const { return workers_->num_workers(); }
 
 void TrainLoader::top_up() {
   // Plans are drawn a whole iteration at a time, so the queue may exceed prefetch by num_gpus - 1.
-  while (workers_->pending() < prefetch_)
-    for (SubBatchPlan& plan : sampler_.next()) workers_->submit(std::move(plan));
+  // A data-parallel rank draws every plan (the walk must be the same on all ranks) and decodes only
+  // its own sub-batches.
+  const DatasetOptions& o = dataset_.options();
+  while (workers_->pending() < prefetch_) {
+    std::vector<SubBatchPlan> plans = sampler_.next();
+    for (int g = o.first_sub_batch; g < o.first_sub_batch + o.local_count(); ++g)
+      workers_->submit(std::move(plans[static_cast<size_t>(g)]));
+  }
 }
 
 TrainBatch TrainLoader::next() {
   SEG_CHECK(!failed_, runtime, "the training loader stopped after a data error and cannot continue");
   top_up();
   TrainBatch batch;
-  const int gpus = dataset_.options().num_gpus;
+  const int gpus = dataset_.options().local_count();
   try {
     prof::Range range("loader.wait");  // an NVTX range: time the training loop waits for data
     for (int g = 0; g < gpus; ++g) {

@@ -23,7 +23,7 @@ namespace seg::data {
 
 struct TrainBatch {
   int64_t iteration = 0;
-  std::vector<TrainSubBatch> sub_batches;  // one per GPU, in GPU order
+  std::vector<TrainSubBatch> sub_batches;  // one per GPU, in GPU order (this rank's only: options.local_count())
   double wait_seconds = 0.0;               // how long next() blocked for this batch
   int64_t images() const;                  // samples over all sub-batches
 };

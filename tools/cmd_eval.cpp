@@ -1,6 +1,7 @@
 // segtrain eval: upstream's eval.py (single- and multi-scale) with per-class IoU and names.
 #include <cstdio>
 
+#include "core/comm.h"
 #include "core/error.h"
 #include "core/numbers.h"
 #include "kernels/cpu/thread_pool.h"
@@ -73,14 +74,24 @@ int cmd_eval(const Args& args) {
   eo.amp = amp_config(cfg);
   eo.max_images = cfg.VAL.max_images;
   if (cfg.VAL.visualize) eo.visualize_dir = cfg.DIR + "/result";
-  std::printf("evaluating %lld images of %s at scales %s, %s, %d threads\n",
+  // Under mpirun the ranks split the list and sum their counts (upstream's eval_multipro); rank 0
+  // prints the one report.
+  Communicator& comm = world();
+  eo.comm = &comm;
+  const bool speaks = comm.rank() == 0;
+  if (speaks)
+    std::printf("evaluating %lld images of %s at scales %s, %s, %d threads\n",
               static_cast<long long>(eo.max_images > 0 ? std::min(eo.max_images, val.size()) : val.size()),
               cfg.DATASET.list_val.c_str(), cfg.get("DATASET.imgSizes").c_str(), eo.amp.name().c_str(), num_threads());
-  Progress progress("eval", eo.max_images > 0 ? std::min(eo.max_images, val.size()) : val.size(), stdout_is_terminal());
+  if (speaks && comm.size() > 1) std::printf("%s: the ranks split the list\n", comm.describe().c_str());
+  Progress progress("eval", eo.max_images > 0 ? std::min(eo.max_images, val.size()) : val.size(),
+                    speaks && comm.size() == 1 && stdout_is_terminal());
   const EvalResult r = evaluate(*model, val, classes, eo, [&](int64_t done, int64_t) { progress.update(done, ""); });
   progress.finish();
-  std::printf("%s", format_eval_report(r, classes).c_str());
-  if (!eo.visualize_dir.empty()) std::printf("visualizations in %s\n", eo.visualize_dir.c_str());
+  if (speaks) {
+    std::printf("%s", format_eval_report(r, classes).c_str());
+    if (!eo.visualize_dir.empty()) std::printf("visualizations in %s\n", eo.visualize_dir.c_str());
+  }
   return 0;
 }
 

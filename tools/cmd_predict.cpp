@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "core/comm.h"
 #include "core/error.h"
 #include "core/fileio.h"
 #include "core/npy.h"
@@ -92,7 +93,9 @@ int cmd_predict(const Args& args) {
   const ClassTable classes = load_class_table(cfg);
   const AmpConfig amp = amp_config(cfg);
   data::TestDataset dataset(dataset_options(cfg, f), paths);
-  data::EvalLoader loader(dataset);
+  // Under mpirun rank r predicts images r, r + size, ... (each writes its own files).
+  Communicator& comm = world();
+  data::EvalLoader loader(dataset, comm.rank(), comm.size());
   const int64_t K = static_cast<int64_t>(classes.names.size());
   while (std::optional<data::EvalSample> sample = loader.next()) {
     const Tensor probs_dev = multiscale_probabilities(*model, *sample, amp);  // [H, W, K] on the device
@@ -127,7 +130,8 @@ int cmd_predict(const Args& args) {
     }
   }
   if (loader.skipped() > 0) std::printf("skipped %lld unreadable image(s)\n", static_cast<long long>(loader.skipped()));
-  std::printf("results in %s\n", out.c_str());
+  comm.barrier();  // every rank's files are written
+  if (comm.rank() == 0) std::printf("results in %s\n", out.c_str());
   return 0;
 }
 

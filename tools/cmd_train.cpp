@@ -5,6 +5,7 @@
 #include "core/numbers.h"
 #include "tools/cli.h"
 #include "tools/console.h"
+#include "core/comm.h"
 #include "tools/trainer.h"
 
 namespace seg::cli {
@@ -85,12 +86,15 @@ int cmd_train(const Args& args) {
   const Config cfg = load_run_config(flags);
   if (opt.force && !opt.resume) throw Error(ErrorKind::usage, "--force only goes with --resume").key("--force");
   const TrainSummary s = run_training(cfg, flags, opt);
+  const bool speaks = world().rank() == 0;  // under mpirun, rank 0 reports for all
   if (s.steps_this_run == 0) {
+    if (speaks)
     std::printf("nothing to train: the run in %s is at step %lld of %lld (raise TRAIN.num_epoch to train on)\n",
                 cfg.DIR.c_str(), static_cast<long long>(s.steps), static_cast<long long>(s.max_steps));
     return 0;
   }
-  std::printf("trained %lld steps (steps %lld-%lld of %lld) in %s (%lld skipped by the loss scaler); loss %.4f -> %.4f; "
+  if (speaks)
+    std::printf("trained %lld steps (steps %lld-%lld of %lld) in %s (%lld skipped by the loss scaler); loss %.4f -> %.4f; "
               "run folder %s\n",
               static_cast<long long>(s.steps_this_run), static_cast<long long>(s.start_step + 1),
               static_cast<long long>(s.steps), static_cast<long long>(s.max_steps),

@@ -61,6 +61,10 @@ struct Config {
     int64_t eval_every = 0;           // validate every N epochs (0 = never during training)
     int64_t bn_recalibrate_iters = 0; // re-estimate BN statistics over N batches before evaluation
     bool detect_anomaly = false;      // name the first op making inf/NaN (--detect-anomaly)
+    // data parallel (docs/distributed.md)
+    int64_t sub_batches_per_rank = 1; // sub-batches each rank runs per iteration, one after another
+    bool sync_bn = true;              // BatchNorm statistics over all ranks (upstream's SyncBN)
+    double bucket_mb = 25;            // gradient all-reduce bucket size
   } TRAIN;
   struct {
     int64_t batch_size = 1;

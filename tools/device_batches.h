@@ -7,7 +7,13 @@
 // device blocks are recorded on the compute stream, so the caching allocator does not hand them to
 // the copy stream again until the step that read them is done (core/allocator.h). On the CPU it is
 // the loader itself. Images are converted to the model's input dtype on the device.
+//
+// An iteration may hold several sub-batches for this process (TRAIN.sub_batches_per_rank): next()
+// returns them one at a time, in order, and draws the loader's next iteration after the last one.
 #pragma once
+
+#include <deque>
+#include <utility>
 
 #include <memory>
 #include <optional>
@@ -35,9 +41,12 @@ class DeviceBatches {
     DeviceBatch batch;
     std::unique_ptr<Event> copied;  // recorded on the copy stream after the copies
   };
-  InFlight upload(const data::TrainBatch& batch);
+  InFlight upload(data::TrainSubBatch sub_batch, double wait_seconds);
+  // The next sub-batch on the host, and how long the loader made us wait for it.
+  std::pair<data::TrainSubBatch, double> next_host();
 
   data::TrainLoader& loader_;
+  std::deque<data::TrainSubBatch> host_;  // the current iteration's sub-batches not handed out yet
   Device device_;
   DType input_dtype_;
   std::optional<InFlight> pending_;

@@ -96,8 +96,9 @@ EvalResult evaluate(SegmentationModule& model, const data::EvalDataset& dataset,
   r.intersection.assign(static_cast<size_t>(num_class), 0);
   r.union_.assign(static_cast<size_t>(num_class), 0);
   if (!opt.visualize_dir.empty()) make_dirs(opt.visualize_dir);
-  data::EvalLoader loader(dataset);
   const int64_t total = opt.max_images > 0 ? std::min(opt.max_images, dataset.size()) : dataset.size();
+  const int rank = opt.comm ? opt.comm->rank() : 0, ranks = opt.comm ? opt.comm->size() : 1;
+  data::EvalLoader loader(dataset, rank, ranks, total);
   int64_t done = 0;
   while (done < total) {
     std::optional<data::EvalSample> sample = loader.next();
@@ -122,6 +123,20 @@ EvalResult evaluate(SegmentationModule& model, const data::EvalDataset& dataset,
     if (on_image) on_image(done, total);
   }
   r.skipped = loader.skipped();
+  if (ranks > 1) {
+    // Exact: every count is an integer far below 2^53.
+    std::vector<double> counts;
+    for (size_t k = 0; k < r.intersection.size(); ++k) counts.push_back(static_cast<double>(r.intersection[k]));
+    for (size_t k = 0; k < r.union_.size(); ++k) counts.push_back(static_cast<double>(r.union_[k]));
+    for (int64_t v : {r.correct, r.valid, r.images, r.skipped}) counts.push_back(static_cast<double>(v));
+    counts.push_back(r.seconds);
+    opt.comm->allreduce_sum(counts.data(), static_cast<int64_t>(counts.size()));
+    size_t i = 0;
+    for (int64_t& v : r.intersection) v = static_cast<int64_t>(counts[i++]);
+    for (int64_t& v : r.union_) v = static_cast<int64_t>(counts[i++]);
+    for (int64_t* v : {&r.correct, &r.valid, &r.images, &r.skipped}) *v = static_cast<int64_t>(counts[i++]);
+    r.seconds = counts[i];  // inference seconds summed over the ranks
+  }
   finalize(r);
   return r;
 }

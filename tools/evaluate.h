@@ -5,6 +5,8 @@
 // their mean over all classes.
 #pragma once
 
+#include "core/comm.h"
+
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -21,6 +23,10 @@ struct EvalOptions {
   AmpConfig amp;                // half inference under O1-O3
   std::string visualize_dir;    // "" = no pictures; else image | ground truth | prediction PNGs
   int64_t max_images = 0;       // 0 = the whole list
+  // Several ranks evaluate one list together: rank r takes entries r, r + size, ... and the counts
+  // (intersections, unions, correct and valid pixels, images) are summed over the ranks, so every
+  // rank returns the whole list's result. Null or size 1: this process does all.
+  Communicator* comm = nullptr;
 };
 
 struct EvalResult {

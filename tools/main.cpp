@@ -5,8 +5,17 @@
 #include <exception>
 #include <new>
 
+#include "core/comm.h"
 #include "core/error.h"
 #include "tools/cli.h"
+
+namespace {
+// Under mpirun a failing rank stops the whole job (after its message), so no rank is left waiting.
+int failed(int code) {
+  seg::abort_all_ranks_on_error(code);
+  return code;
+}
+}  // namespace
 
 int main(int argc, char** argv) {
   // Past a file-size limit (ulimit -f) the kernel's default is to kill the process with SIGXFSZ,
@@ -17,12 +26,12 @@ int main(int argc, char** argv) {
     return seg::cli::run(seg::cli::Args(argv + 1, argv + argc));
   } catch (const seg::Error& e) {
     std::fprintf(stderr, "segtrain: %s\n", e.what());
-    return e.exit_code();
+    return failed(e.exit_code());
   } catch (const std::bad_alloc&) {
     std::fprintf(stderr, "segtrain: device error: out of host memory\n");
-    return 4;
+    return failed(4);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "segtrain: error: %s\n", e.what());
-    return 1;
+    return failed(1);
   }
 }

@@ -17,13 +17,17 @@ const std::vector<std::string>& resume_defining_keys() {
   return keys;
 }
 
-std::vector<ConfigDifference> resume_differences(const TrainStateMeta& state, const Config& now) {
+std::vector<ConfigDifference> resume_differences(const TrainStateMeta& state, const Config& now, int64_t sub_batches) {
   std::vector<ConfigDifference> out;
   if (state.config) {
     for (const std::string& key : resume_defining_keys()) {
       const std::string saved = state.config->get(key), current = now.get(key);
       if (saved != current) out.push_back({key, saved, current});
     }
+    const auto it = state.metadata.find("sub_batches");
+    const std::string saved = it == state.metadata.end() ? "1" : it->second, current = std::to_string(sub_batches);
+    if (saved != current)
+      out.push_back({"sub-batches per step (MPI ranks x TRAIN.sub_batches_per_rank)", saved, current});
     return out;
   }
   // Format 1 recorded only these.

@@ -34,7 +34,9 @@ struct ConfigDifference {
 // The defining keys whose value differs between the state's config and `now`, in the order above.
 // A format-1 state (no config) is compared on what it recorded: architectures, num_class, AMP and
 // accumulation.
-std::vector<ConfigDifference> resume_differences(const TrainStateMeta& state, const Config& now);
+// `sub_batches` (ranks x TRAIN.sub_batches_per_rank) is compared with the state's (1 when it has
+// none): the data order depends on it, the number of ranks alone does not.
+std::vector<ConfigDifference> resume_differences(const TrainStateMeta& state, const Config& now, int64_t sub_batches = 1);
 
 // No differences: nothing. Otherwise Error(usage, exit 2) listing each "KEY: saved -> now", or with
 // `force` one "warning:" line per difference on stderr.

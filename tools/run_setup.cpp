@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cstdio>
 
+#include "core/comm.h"
 #include "core/error.h"
 #include "core/fileio.h"
 #include "core/numbers.h"
@@ -39,7 +40,9 @@ CommonFlags parse_common_flags(const std::vector<std::string>& args, const std::
     else if (a == "--on-bad-sample") f.on_bad_sample = value(i);
     else if (a == "--skip-bad") f.on_bad_sample = "skip";
     else if (a == "--no-tf32") f.no_tf32 = true;
-    else if (a == "--threads") {
+    else if (a == "--comm-timeout") {
+      f.comm_timeout = static_cast<double>(int_flag("--comm-timeout", value(i), 1, 86400));
+    } else if (a == "--threads") {
       f.threads = static_cast<int>(int_flag("--threads", value(i), 1, 4096));
     } else if (contains(own_with_value, a)) {
       f.rest.push_back(a);
@@ -75,6 +78,7 @@ Config load_run_config(const CommonFlags& flags) {
   if (!flags.loss_scale.empty()) overrides.insert(overrides.end(), {"TRAIN.loss_scale", flags.loss_scale});
   Config cfg = load_config(flags.cfg_path, overrides);
   if (flags.threads > 0) set_num_threads(flags.threads);
+  if (flags.comm_timeout > 0) world().set_timeout_seconds(flags.comm_timeout);
   return cfg;
 }
 

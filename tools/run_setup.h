@@ -26,6 +26,7 @@ struct CommonFlags {
   std::string on_bad_sample; // --on-bad-sample fail|skip
   int threads = 0;           // --threads N (0 = all cores)
   bool no_tf32 = false;      // --no-tf32: strict f32 convolutions/GEMMs on CUDA (no effect on the CPU)
+  double comm_timeout = 0;   // --comm-timeout S: under mpirun, a collective waiting longer stops the run (0 = 300 s)
   std::vector<std::string> overrides;  // trailing KEY VALUE pairs
   std::vector<std::string> rest;       // command-specific flags, in order, for the command to parse
 };

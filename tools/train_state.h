@@ -37,7 +37,9 @@ struct TrainStateMeta {
 
 FileDigest save_train_state(const std::string& path, const SegmentationModule& model, SGD& encoder, SGD& decoder,
                             const LossScaler& scaler, int64_t step, const Config& cfg, double best_miou,
-                            const CheckpointSet& set);
+                            const CheckpointSet& set, int64_t sub_batches = 1);
+// sub_batches: of each loader iteration, ranks x TRAIN.sub_batches_per_rank (what the data order
+// depends on besides the config; a resume must use the same number, on any number of ranks).
 
 // Reads the file; Error(usage) when it does not exist (resume of a run that never saved), Error(data)
 // when it is not a train state.

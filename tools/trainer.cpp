@@ -14,6 +14,8 @@
 #include "core/allocator.h"
 #include "core/amp_step.h"
 #include "core/autograd.h"
+#include "core/comm.h"
+#include "core/data_parallel.h"
 #include "core/fileio.h"
 #include "core/loss_scaler.h"
 #include "core/op_observer.h"
@@ -30,6 +32,7 @@
 #include "layers/amp_model.h"
 #include "layers/anomaly.h"
 #include "layers/autocast.h"
+#include "layers/sync_bn.h"
 #include "models/checkpoint.h"
 #include "tools/checkpoint_set.h"
 #include "tools/console.h"
@@ -75,6 +78,37 @@ void recalibrate_bn(SegmentationModule& model, const data::TrainDataset& dataset
                         batch.sub_batches[0].labels.to(device));
   }
   for (size_t i = 0; i < bns.size(); ++i) bns[i]->momentum = saved[i];
+}
+
+// ---------------------------------------------------------------- data parallel
+
+// What must be the same on every rank, one "key = value" per line (core/data_parallel.h
+// check_same_run): the whole config and the device kind. --threads may differ.
+std::string run_description(const Config& cfg, Device device) {
+  std::string out;
+  const nlohmann::json j = cfg.to_json();
+  for (const auto& [section, keys] : j.items()) {
+    if (!keys.is_object()) {
+      out += section + " = " + keys.dump() + "\n";
+      continue;
+    }
+    for (const auto& [key, value] : keys.items()) out += section + "." + key + " = " + value.dump() + "\n";
+  }
+  out += std::string("device = ") + (device.is_cpu() ? "cpu" : "cuda") + "\n";
+  return out;
+}
+
+// Every tensor that must start equal on all ranks: parameters, then buffers (running statistics).
+std::vector<Tensor> model_state(const SegmentationModule& model) {
+  std::vector<Tensor> out = model.parameters();
+  for (const NamedTensor& b : model.named_buffers()) out.push_back(*b.tensor);
+  return out;
+}
+
+std::vector<Tensor> model_buffers(const SegmentationModule& model) {
+  std::vector<Tensor> out;
+  for (const NamedTensor& b : model.named_buffers()) out.push_back(*b.tensor);
+  return out;
 }
 
 // ---------------------------------------------------------------- --amp-stats
@@ -132,20 +166,39 @@ Error save_failed(const Error& e, int64_t step, int64_t committed_step, const st
 
 }  // namespace
 
-TrainSummary run_training(const Config& cfg, const CommonFlags& flags, const TrainRunOptions& opt) {
+TrainSummary run_training(const Config& cfg, const CommonFlags& flags, const TrainRunOptions& opt_in) {
   TrainSummary summary;
+  // Data parallel (docs/distributed.md): under mpirun every rank runs this function; rank 0 alone
+  // prints and writes files.
+  Communicator& comm = world();
+  const int rank = comm.rank(), ranks = comm.size();
+  TrainRunOptions opt = opt_in;
+  if (rank != 0) opt.quiet = true;
   const Device device = resolve_device(flags);
+  SEG_CHECK(cfg.TRAIN.sub_batches_per_rank >= 1 && cfg.TRAIN.sub_batches_per_rank <= 64, usage,
+            "TRAIN.sub_batches_per_rank must be in 1..64, got ", cfg.TRAIN.sub_batches_per_rank);
+  SEG_CHECK(cfg.TRAIN.bucket_mb > 0, usage, "TRAIN.bucket_mb must be positive, got ", cfg.TRAIN.bucket_mb);
+  if (ranks > 1 && !device.is_cpu())
+    throw Error(ErrorKind::usage, str("training on ", device.str(), " with ", ranks,
+                                      " MPI ranks needs NCCL between the GPUs, which is not built yet (issue 16)"))
+        .key("--device")
+        .hint("train the ranks on the CPU (drop --device/--gpus), or one process on one GPU");
+  check_same_run(comm, run_description(cfg, device));
+  const int64_t per_rank = cfg.TRAIN.sub_batches_per_rank;
+  const int64_t micro_steps = cfg.TRAIN.accum_steps * per_rank;  // backward passes per optimizer step
+  const int64_t sub_batches = per_rank * ranks;                  // sub-batches per loader iteration
   SEG_CHECK(cfg.TRAIN.accum_steps >= 1, usage, "TRAIN.accum_steps must be >= 1, got ", cfg.TRAIN.accum_steps);
   SEG_CHECK(cfg.TRAIN.epoch_iters >= 1 && cfg.TRAIN.num_epoch >= 1, usage, "TRAIN.epoch_iters and TRAIN.num_epoch must be >= 1");
   SEG_CHECK(cfg.TRAIN.disp_iter >= 1, usage, "TRAIN.disp_iter must be >= 1");
   SEG_CHECK(cfg.TRAIN.optim == "SGD", usage, "TRAIN.optim '", cfg.TRAIN.optim, "': only SGD exists (as upstream)");
   install_stop_handlers();
-  make_dirs(cfg.DIR);
+  if (rank == 0) make_dirs(cfg.DIR);
   reset_global_rng(static_cast<uint64_t>(cfg.TRAIN.seed));
 
   const AmpConfig amp = amp_config(cfg);
   auto model = build_segmentation_module(model_config(cfg), true);
-  const bool live = stdout_is_terminal() && !opt.quiet;
+  // No progress bar under mpirun: mpirun gives the ranks a terminal even when its own output is a file.
+  const bool live = stdout_is_terminal() && !opt.quiet && ranks == 1;
   auto say = [&](const std::string& s) {
     if (!opt.quiet) std::printf("%s\n", s.c_str());
   };
@@ -167,6 +220,9 @@ TrainSummary run_training(const Config& cfg, const CommonFlags& flags, const Tra
   }
   cast_model_for_amp(*model, amp);
   model->to(device);  // parameters and buffers; the optimizers below keep their state there too
+  // Every rank starts from rank 0's model (they initialise alike from the seed; this makes sure),
+  // before the optimizers copy master weights from it.
+  broadcast_from_root(comm, model_state(*model));
   Optimizers opt_pair{SGD(SegmentationModule::param_groups(*model->encoder, cfg.TRAIN.weight_decay), cfg.TRAIN.lr_encoder,
                           cfg.TRAIN.beta1, amp.master_weights()),
                       SGD(SegmentationModule::param_groups(*model->decoder, cfg.TRAIN.weight_decay), cfg.TRAIN.lr_decoder,
@@ -174,18 +230,20 @@ TrainSummary run_training(const Config& cfg, const CommonFlags& flags, const Tra
   LossScaler scaler(amp.scaler);
   History history;
   CheckpointSet set;  // the files of the last complete save (tools/checkpoint_set.h)
-  for (const std::string& name : remove_stale_temporaries(cfg.DIR))
-    say("removed " + cfg.DIR + "/" + name + " (a temporary file left by an interrupted write)");
+  if (rank == 0)
+    for (const std::string& name : remove_stale_temporaries(cfg.DIR))
+      say("removed " + cfg.DIR + "/" + name + " (a temporary file left by an interrupted write)");
   if (opt.resume) {
     const std::string state_path = train_state_path(cfg.DIR);
     const SafetensorsFile state = read_train_state(state_path);
     const TrainStateMeta meta = train_state_meta(state, state_path);
-    check_resume_differences(resume_differences(meta, cfg), opt.force, state_path);
+    check_resume_differences(resume_differences(meta, cfg, sub_batches), opt.force, state_path);
     restore_train_state(state, state_path, *model, opt_pair.encoder, opt_pair.decoder, scaler);
     start_step = meta.step;
     summary.best_miou = meta.best_miou;
     set = meta.set;
-    for (const std::string& note : check_checkpoint_set(cfg.DIR, set, start_step / steps_per_epoch)) warn(note);
+    if (rank == 0)
+      for (const std::string& note : check_checkpoint_set(cfg.DIR, set, start_step / steps_per_epoch)) warn(note);
     history.load(cfg.DIR);
     history.truncate(start_step);
     say("resumed from " + state_path + " at step " + std::to_string(start_step) + " of " + std::to_string(max_steps));
@@ -194,8 +252,13 @@ TrainSummary run_training(const Config& cfg, const CommonFlags& flags, const Tra
   summary.max_steps = max_steps;
 
   data::DatasetOptions dopt = dataset_options(cfg, flags);
+  // Each iteration has ranks x sub_batches_per_rank sub-batches; this rank loads its own.
+  dopt.num_gpus = static_cast<int>(sub_batches);
+  dopt.first_sub_batch = static_cast<int>(rank * per_rank);
+  dopt.local_sub_batches = static_cast<int>(per_rank);
+  dopt.validate();
   data::TrainDataset dataset(dopt);
-  if (start_step < max_steps) {  // a finished run has nothing to load
+  if (start_step < max_steps && rank == 0) {  // a finished run has nothing to load; the files are rank 0's to check
     const int threads = std::max<int>(1, static_cast<int>(cfg.TRAIN.workers));
     const PreflightSummary pre = preflight_list(dataset.list(), "training list", true, dopt.on_bad_sample, threads);
     if (cfg.TRAIN.eval_every > 0)
@@ -208,21 +271,49 @@ TrainSummary run_training(const Config& cfg, const CommonFlags& flags, const Tra
   data::TrainLoader loader(dataset, start_step * cfg.TRAIN.accum_steps);
   DeviceBatches batches(loader, device, amp_input_dtype(amp));
 
+  const int64_t global_batch = cfg.TRAIN.batch_size_per_gpu * cfg.TRAIN.accum_steps * sub_batches;
   nlohmann::json derived = {{"max_iters", max_steps},
                             {"batch_size", cfg.TRAIN.batch_size_per_gpu},
-                            {"effective_batch_size", cfg.TRAIN.batch_size_per_gpu * cfg.TRAIN.accum_steps},
+                            {"effective_batch_size", global_batch},
+                            {"ranks", ranks},
+                            {"sub_batches_per_iteration", sub_batches},
                             {"device", device.str()},
                             {"threads", num_threads()},
                             {"train_images", dataset.size()}};
-  dump_config(cfg, derived, cfg.DIR + "/config.json");
+  if (rank == 0) dump_config(cfg, derived, cfg.DIR + "/config.json");
   say("segtrain train: " + cfg.MODEL.arch_encoder + " + " + cfg.MODEL.arch_decoder + ", " +
       std::to_string(model->num_parameters()) + " parameters, " + std::to_string(dataset.size()) + " training images, " +
-      std::to_string(max_steps) + " steps of " + std::to_string(cfg.TRAIN.batch_size_per_gpu * cfg.TRAIN.accum_steps) +
-      " images on " + device.str() + " (" + std::to_string(num_threads()) + " threads), run folder " + cfg.DIR);
+      std::to_string(max_steps) + " steps of " + std::to_string(global_batch) + " images on " + device.str() + " (" +
+      std::to_string(num_threads()) + " threads" + (ranks > 1 ? " per rank" : "") + "), run folder " + cfg.DIR);
+  // The communicator line: which backend, how many ranks, and how a step's batch is split.
+  std::optional<GradientAllReduce> allreduce;
+  std::optional<CommBatchNormReducer> sync_bn;
+  if (ranks > 1) {
+    allreduce.emplace(comm, model->parameters(), static_cast<int64_t>(cfg.TRAIN.bucket_mb * 1024 * 1024));
+    if (cfg.TRAIN.sync_bn) {
+      sync_bn.emplace(comm);
+      use_sync_bn(model->batch_norms(), &*sync_bn);
+    }
+    const GradientAllReduce::Stats st = allreduce->stats();
+    char line[400];
+    std::snprintf(line, sizeof line,
+                  "data parallel: %s; %d ranks x %lld sub-batch(es) of %lld images; gradients all-reduced in %lld "
+                  "bucket(s) of <= %.0f MB during backward; BatchNorm %s",
+                  comm.describe().c_str(), ranks, static_cast<long long>(per_rank),
+                  static_cast<long long>(cfg.TRAIN.batch_size_per_gpu), static_cast<long long>(st.buckets), cfg.TRAIN.bucket_mb,
+                  cfg.TRAIN.sync_bn ? "synchronised over the ranks (TRAIN.sync_bn)" : "per rank (TRAIN.sync_bn false)");
+    say(line);
+  } else if (per_rank > 1) {
+    say("one process runs " + std::to_string(per_rank) + " sub-batches of " + std::to_string(cfg.TRAIN.batch_size_per_gpu) +
+        " images per step (TRAIN.sub_batches_per_rank), BatchNorm per sub-batch");
+  }
   if (!opt.quiet) std::printf("%s", amp.policy_table().c_str());
 
   Allocator& alloc = allocator_for(device);
   Progress progress("train", max_steps, live);
+  auto note = [&](const std::string& text) {
+    if (rank == 0) progress.line(text);  // one rank speaks for all
+  };
   double epoch_loss = 0, epoch_acc = 0, epoch_time = 0, epoch_data = 0;
   int64_t epoch_count = 0;
   double interval_loss = 0, interval_acc = 0, interval_data = 0;
@@ -230,6 +321,7 @@ TrainSummary run_training(const Config& cfg, const CommonFlags& flags, const Tra
   auto interval_start = std::chrono::steady_clock::now();
   const auto run_start = std::chrono::steady_clock::now();
   int64_t steps_this_run = 0;
+  bool any_rank_stopping = false;  // several ranks: a signal reached one of them (all stop together)
 
   // Saving: files first, then the commit (history.json, then the train state naming them all).
   // A write that fails leaves the last complete checkpoint set as it was; the epoch files this save
@@ -237,6 +329,7 @@ TrainSummary run_training(const Config& cfg, const CommonFlags& flags, const Tra
   int64_t committed_step = opt.resume ? start_step : 0;
   std::vector<std::string> uncommitted;
   auto saving = [&](int64_t step, const std::function<void()>& write) {
+    if (rank != 0) return;  // rank 0 writes every file
     try {
       write();
     } catch (const Error& e) {
@@ -248,10 +341,10 @@ TrainSummary run_training(const Config& cfg, const CommonFlags& flags, const Tra
     }
   };
   auto commit = [&](int64_t step) {
-    saving(step, [&] {
+    if (rank == 0) saving(step, [&] {
       set.files["history.json"] = history.save(cfg.DIR);
       save_train_state(train_state_path(cfg.DIR), *model, opt_pair.encoder, opt_pair.decoder, scaler, step, cfg,
-                       summary.best_miou, set);
+                       summary.best_miou, set, sub_batches);
     });
     committed_step = step;
     uncommitted.clear();
@@ -286,8 +379,10 @@ TrainSummary run_training(const Config& cfg, const CommonFlags& flags, const Tra
     const bool amp_stats_now = opt.amp_stats && i % cfg.TRAIN.disp_iter == 0;
     ActivationRanges ranges;
     if (amp_stats_now) ranging.emplace(ranges);
-    for (int64_t a = 0; a < cfg.TRAIN.accum_steps; ++a) {
+    for (int64_t a = 0; a < micro_steps; ++a) {
       const DeviceBatch batch = batches.next();
+      // Gradients travel once per optimizer step: during the last backward.
+      if (allreduce) allreduce->set_sync(a + 1 == micro_steps);
       wait += batch.wait_seconds;
       images += batch.images_count;
       TrainOutput out;
@@ -298,25 +393,37 @@ TrainSummary run_training(const Config& cfg, const CommonFlags& flags, const Tra
       }
       {
         prof::Range range("backward");
-        scaled_backward(out.loss, scaler, static_cast<int>(cfg.TRAIN.accum_steps));
+        scaled_backward(out.loss, scaler, static_cast<int>(micro_steps));
       }
       slots.emplace_back(readback.add(out.loss), readback.add(out.stats));
     }
     observing.reset();  // the observers watch forward and backward, not the optimizer
     ranging.reset();
-    const StepOutcome outcome = unscale_and_step(scaler, opt_pair.all(), &readback);
+    if (allreduce) {
+      prof::Range range("gradient.allreduce.wait");
+      allreduce->finish();  // every gradient is now the average over the ranks
+    }
+    const StepOutcome outcome = unscale_and_step(scaler, opt_pair.all(), &readback, &comm);
     for (const auto& [loss_slot, stats_slot] : slots) {
       TrainOutput read;
       read_train_stats(read, readback.host(stats_slot), cfg.DATASET.num_class);
-      step_loss += readback.item(loss_slot) / static_cast<double>(cfg.TRAIN.accum_steps);
-      step_acc += read.acc.acc / static_cast<double>(cfg.TRAIN.accum_steps);
+      step_loss += readback.item(loss_slot) / static_cast<double>(micro_steps);
+      step_acc += read.acc.acc / static_cast<double>(micro_steps);
+    }
+    if (ranks > 1) {
+      // The logged loss and accuracy are the means over the ranks, the images the global batch;
+      // the stop request too is shared, so every rank stops after the same step.
+      std::vector<double> v = {step_loss, step_acc, static_cast<double>(images), stop_requested() ? 1.0 : 0.0};
+      comm.allreduce_sum(v.data(), static_cast<int64_t>(v.size()));
+      step_loss = v[0] / ranks, step_acc = v[1] / ranks, images = static_cast<int64_t>(v[2]);
+      any_rank_stopping = v[3] > 0;
     }
     if (!outcome.stepped) {
       ++summary.skipped_steps;
-      progress.line(outcome.message);
+      note(outcome.message);
       if (anomaly && anomaly->backward_anomaly()) {
         ++summary.anomalies;
-        progress.line("anomaly: step " + std::to_string(step + 1) + " skipped: " + anomaly->backward_anomaly()->one_line);
+        note("anomaly: step " + std::to_string(step + 1) + " skipped: " + anomaly->backward_anomaly()->one_line);
       }
     }
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -324,8 +431,8 @@ TrainSummary run_training(const Config& cfg, const CommonFlags& flags, const Tra
     epoch_loss += step_loss, epoch_acc += step_acc, epoch_time += secs, epoch_data += wait, ++epoch_count;
     interval_loss += step_loss, interval_acc += step_acc, interval_data += wait, ++interval_steps, interval_images += images;
     if (amp_stats_now) {
-      progress.line(amp_stats_table(*model, opt_pair, outcome.scale_used));
-      progress.line(ranges.table(outcome.scale_used));
+      note(amp_stats_table(*model, opt_pair, outcome.scale_used));
+      note(ranges.table(outcome.scale_used));
     }
 
     const bool log_now = i % cfg.TRAIN.disp_iter == 0 || step + 1 == max_steps;
@@ -356,7 +463,7 @@ TrainSummary run_training(const Config& cfg, const CommonFlags& flags, const Tra
                     lr_d, 100.0 * epoch_acc / static_cast<double>(epoch_count),
                     epoch_loss / static_cast<double>(epoch_count), row.images_per_second, 100.0 * row.data_wait_share,
                     mib(row.peak_memory_bytes).c_str(), format_scale(outcome.scale_used).c_str());
-      if (!opt.quiet) progress.line(line);
+      if (!opt.quiet) note(line);
       interval_loss = interval_acc = interval_data = 0, interval_steps = interval_images = 0;
       interval_start = std::chrono::steady_clock::now();
     }
@@ -366,6 +473,9 @@ TrainSummary run_training(const Config& cfg, const CommonFlags& flags, const Tra
 
     const bool epoch_end = i + 1 == steps_per_epoch;
     if (epoch_end) {
+      // Per-rank BatchNorm (TRAIN.sync_bn false) leaves each rank with its own running statistics:
+      // rank 0's are the model's (as DDP's buffer broadcast), for the files and the validation.
+      if (ranks > 1 && !cfg.TRAIN.sync_bn) broadcast_from_root(comm, model_buffers(*model));
       saving(step + 1, [&] {
         const CheckpointPaths paths = checkpoint_paths(cfg.DIR, epoch);
         uncommitted = {paths.encoder, paths.decoder};
@@ -375,17 +485,21 @@ TrainSummary run_training(const Config& cfg, const CommonFlags& flags, const Tra
       // Validation comes before the commit, so the train state holds the model as training goes on
       // with it (BN re-estimation changes the running statistics) and the best mIoU with its files.
       if (cfg.TRAIN.eval_every > 0 && epoch % cfg.TRAIN.eval_every == 0) {
-        if (cfg.TRAIN.bn_recalibrate_iters > 0) recalibrate_bn(*model, dataset, cfg.TRAIN.bn_recalibrate_iters, amp, device);
+        if (cfg.TRAIN.bn_recalibrate_iters > 0) {
+          recalibrate_bn(*model, dataset, cfg.TRAIN.bn_recalibrate_iters, amp, device);
+          broadcast_from_root(comm, model_buffers(*model));  // per-rank BN: rank 0's statistics for all
+        }
         data::ValDataset val(dopt);
         EvalOptions eo;
         eo.amp = amp;
         eo.max_images = cfg.VAL.max_images;
+        eo.comm = &comm;  // the ranks split the validation list
         const EvalResult r = evaluate(*model, val, load_class_table(cfg), eo);
         history.add_eval(EvalRow{epoch, step + 1, r.mean_iou, r.pixel_accuracy});
         char line[200];
         std::snprintf(line, sizeof line, "[Eval epoch %lld]: Mean IoU: %.4f, Accuracy: %.2f%%", static_cast<long long>(epoch),
                       r.mean_iou, 100.0 * r.pixel_accuracy);
-        progress.line(line);
+        note(line);
         if (r.mean_iou > summary.best_miou) {
           summary.best_miou = r.mean_iou;
           saving(step + 1, [&] {
@@ -399,10 +513,13 @@ TrainSummary run_training(const Config& cfg, const CommonFlags& flags, const Tra
       }
       commit(step + 1);
     }
-    const bool stop = stop_requested() || (opt.stop_after > 0 && steps_this_run >= opt.stop_after);
+    const bool signalled = stop_requested() || any_rank_stopping;
+    const bool stop = signalled || (opt.stop_after > 0 && steps_this_run >= opt.stop_after);
     if (stop && step + 1 < max_steps) {
       if (committed_step != step + 1) commit(step + 1);
-      progress.line(std::string("stopped by ") + (stop_requested() ? stop_signal_name() : "--stop-after") + " after step " +
+      note(std::string("stopped by ") +
+                    (stop_requested() ? stop_signal_name() : signalled ? "a signal to another rank" : "--stop-after") +
+                    " after step " +
                     std::to_string(step + 1) + "; resumable state saved to " + train_state_path(cfg.DIR) +
                     " (continue with --resume)");
       summary.interrupted = true;

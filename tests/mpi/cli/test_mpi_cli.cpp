@@ -1,0 +1,282 @@
+// `mpirun -np 2 segtrain ...` end to end (label mpi). This suite runs as one ordinary process and
+// starts mpirun itself (tests/mpi/test_mpi.cpp is the one that runs as two ranks).
+//
+//   * 20 steps on 2 ranks (per-rank BatchNorm) train exactly what one process trains with
+//     TRAIN.sub_batches_per_rank 2: the same losses and bit-identical parameters;
+//   * SyncBN on 2 ranks trains, and rank 0 alone writes the run's files;
+//   * a run stopped on 2 ranks resumes on 1 process (same sub-batches per step) and ends where the
+//     uninterrupted 2-rank run ends;
+//   * eval on 2 ranks reports what one process reports;
+//   * ranks started with different configs stop with the difference named; a rank killed with
+//     SIGKILL ends the job (mpirun names the rank) within seconds, not a hang, and the last
+//     checkpoint stays loadable.
+#include <doctest/doctest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "core/comm.h"
+#include "core/safetensors.h"
+#include "tests/common/compare_tensor.h"
+#include "tests/tools/cli_test_helpers.h"
+
+using namespace seg;
+using namespace seg::test;
+namespace fs = std::filesystem;
+
+std::string seg_test_skip_reason() {
+  if (!built_with_mpi()) return "built without MPI (-DSEG_MPI=OFF or no libopenmpi-dev)";
+  return "";
+}
+
+namespace {
+
+// mpirun's own flags: root in containers, 2 ranks on a 2-core machine whatever its slot count.
+std::vector<std::string> mpirun_args(int ranks) {
+  return {"--allow-run-as-root", "--oversubscribe", "-np", std::to_string(ranks)};
+}
+
+struct Started {
+  pid_t pid = -1;
+  std::string output_path;
+};
+
+// Starts `program args...` with stdout+stderr to a file.
+Started start(const std::string& program, const std::vector<std::string>& args, const std::string& name) {
+  Started s;
+  s.output_path = scratch_path(name + "_output.txt");
+  std::fflush(stdout);
+  std::fflush(stderr);
+  s.pid = ::fork();
+  if (s.pid == 0) {
+    FILE* f = std::freopen(s.output_path.c_str(), "w", stdout);
+    (void)f;
+    ::dup2(STDOUT_FILENO, STDERR_FILENO);
+    std::vector<char*> argv;
+    argv.push_back(const_cast<char*>(program.c_str()));
+    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    ::execv(program.c_str(), argv.data());
+    std::_Exit(127);
+  }
+  return s;
+}
+
+// Waits at most `seconds`; a process still running then is killed and reported as exit code -1.
+RunResult finish(const Started& s, double seconds) {
+  RunResult r;
+  int status = 0;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  for (;;) {
+    const pid_t done = ::waitpid(s.pid, &status, WNOHANG);
+    if (done == s.pid) {
+      r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      break;
+    }
+    if (std::chrono::steady_clock::now() > deadline) {
+      ::kill(s.pid, SIGKILL);
+      ::waitpid(s.pid, &status, 0);
+      r.exit_code = -1;  // a hang
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  std::ifstream in(s.output_path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  r.output = ss.str();
+  return r;
+}
+
+RunResult run_mpi(int ranks, const std::vector<std::string>& segtrain_args, double seconds = 300) {
+  std::vector<std::string> args = mpirun_args(ranks);
+  args.push_back(segtrain_binary());
+  args.insert(args.end(), segtrain_args.begin(), segtrain_args.end());
+  return finish(start(SEG_MPIEXEC, args, "mpirun"), seconds);
+}
+
+std::vector<std::string> train_args(const std::string& dir, int steps, const std::vector<std::string>& extra = {}) {
+  std::vector<std::string> a = {"train", "--cfg", config_file(), "--threads", "1"};
+  for (const std::string& o : tiny_overrides(dir, 1, steps)) a.push_back(o);
+  a.insert(a.end(), {"TRAIN.disp_iter", "1", "TRAIN.workers", "1"});
+  a.insert(a.end(), extra.begin(), extra.end());
+  return a;
+}
+
+// history.csv's loss column (one row per logged step).
+std::vector<double> losses(const std::string& dir) {
+  std::ifstream in(dir + "/history.csv");
+  std::vector<double> out;
+  std::string line;
+  std::getline(in, line);  // header
+  while (std::getline(in, line)) {
+    std::stringstream ss(line);
+    std::string cell;
+    for (int c = 0; c < 3 && std::getline(ss, cell, ','); ++c) {
+    }
+    out.push_back(std::stod(cell));
+  }
+  return out;
+}
+
+// Parameters of a checkpoint file (running statistics and counters left out).
+std::vector<std::pair<std::string, Tensor>> parameters_of(const std::string& path) {
+  std::vector<std::pair<std::string, Tensor>> out;
+  for (const auto& [name, t] : read_safetensors(path).tensors)
+    if (name.find("running") == std::string::npos && name.find("num_batches") == std::string::npos) out.emplace_back(name, t);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("20 steps on 2 MPI ranks train exactly what one process trains with 2 sub-batches per step") {
+  const std::string two = fresh_dir("mpi_two"), one = fresh_dir("mpi_one");
+  const RunResult r2 = run_mpi(2, train_args(two, 20, {"TRAIN.sync_bn", "false"}));
+  CHECK_MESSAGE(r2.exit_code == 0, r2.output);
+  CHECK(r2.output.find("data parallel: MPI (Open MPI") != std::string::npos);
+  CHECK(r2.output.find("2 ranks x 1 sub-batch(es) of 2 images") != std::string::npos);
+  const RunResult r1 = run_segtrain(train_args(one, 20, {"TRAIN.sub_batches_per_rank", "2"}));
+  CHECK_MESSAGE(r1.exit_code == 0, r1.output);
+  const std::vector<double> l2 = losses(two), l1 = losses(one);
+  CHECK(l2.size() == 20);
+  // Exact, not close: (g0 + g1) / 2 of the all-reduce and g0/2 + g1/2 of the accumulation are the
+  // same f32 numbers (halving is exact, so both round the one sum g0 + g1), and everything else is
+  // the same computation on the same sub-batches with the same thread count.
+  CHECK(l2 == l1);
+  CHECK(l2.back() < l2.front());
+  for (const char* part : {"encoder", "decoder"}) {
+    const auto p2 = parameters_of(two + "/" + part + "_epoch_1.safetensors");
+    const auto p1 = parameters_of(one + "/" + part + "_epoch_1.safetensors");
+    REQUIRE(p2.size() == p1.size());
+    int64_t differing = 0;
+    for (size_t i = 0; i < p2.size(); ++i) {
+      const Comparison c = compare(p2[i].second, p1[i].second, Tolerance{0, 0});
+      if (!c.ok()) {
+        ++differing;
+        CHECK_MESSAGE(c.ok(), (p2[i].first + ": " + c.str()));
+      }
+    }
+    CHECK(differing == 0);
+  }
+}
+
+TEST_CASE("SyncBN on 2 ranks trains; rank 0 alone writes the files, and eval on 2 ranks reports what one process does") {
+  const std::string dir = fresh_dir("mpi_syncbn");
+  const RunResult r = run_mpi(2, train_args(dir, 6));
+  CHECK_MESSAGE(r.exit_code == 0, r.output);
+  CHECK(r.output.find("BatchNorm synchronised over the ranks") != std::string::npos);
+  // One rank speaks: the start-up line once, one log line per step.
+  size_t starts = 0;
+  for (size_t at = 0; (at = r.output.find("segtrain train: ", at)) != std::string::npos; ++at) ++starts;
+  CHECK(starts == 1);
+  CHECK(losses(dir).size() == 6);
+  CHECK(fs::exists(dir + "/encoder_epoch_1.safetensors"));
+  std::ifstream cfg(dir + "/config.json");
+  std::stringstream ss;
+  ss << cfg.rdbuf();
+  CHECK(ss.str().find("\"ranks\": 2") != std::string::npos);
+  CHECK(ss.str().find("\"effective_batch_size\": 4") != std::string::npos);
+
+  std::vector<std::string> eval = {"eval", "--cfg", config_file(), "--threads", "1", "VAL.checkpoint", "epoch_1.pth"};
+  for (const std::string& o : tiny_overrides(dir, 1, 6)) eval.push_back(o);
+  const RunResult e1 = run_segtrain(eval), e2 = run_mpi(2, eval);
+  CHECK_MESSAGE(e1.exit_code == 0, e1.output);
+  CHECK_MESSAGE(e2.exit_code == 0, e2.output);
+  auto summary = [](const std::string& out) {
+    const size_t at = out.find("Mean IoU:");
+    return at == std::string::npos ? std::string("(none)") : out.substr(at, out.find(", Inference", at) - at);
+  };
+  CHECK(summary(e2.output) == summary(e1.output));
+  CHECK(summary(e1.output) != "(none)");
+  CHECK(e2.output.find("the ranks split the list") != std::string::npos);
+}
+
+TEST_CASE("a run stopped on 2 ranks resumes on 1 process with 2 sub-batches per step and ends as the 2-rank run") {
+  const std::string whole = fresh_dir("mpi_whole"), split = fresh_dir("mpi_split");
+  const std::vector<std::string> extra = {"TRAIN.sync_bn", "false"};
+  const RunResult a = run_mpi(2, train_args(whole, 12, extra));
+  CHECK_MESSAGE(a.exit_code == 0, a.output);
+  std::vector<std::string> first = train_args(split, 12, extra);
+  first.insert(first.end(), {"--stop-after", "5"});
+  const RunResult b = run_mpi(2, first);
+  CHECK_MESSAGE(b.exit_code == 0, b.output);
+  std::vector<std::string> rest = train_args(split, 12, {"TRAIN.sync_bn", "false", "TRAIN.sub_batches_per_rank", "2", "--resume"});
+  const RunResult c = run_segtrain(rest);
+  CHECK_MESSAGE(c.exit_code == 0, c.output);
+  CHECK(losses(split) == losses(whole));
+  // One process with 1 sub-batch per step would see other data: refused, with the reason.
+  std::vector<std::string> wrong = train_args(split, 12, {"TRAIN.num_epoch", "2", "--resume"});
+  const RunResult d = run_segtrain(wrong);
+  CHECK(d.exit_code == 2);
+  CHECK(d.output.find("sub-batches per step (MPI ranks x TRAIN.sub_batches_per_rank): 2 (the run) -> 1 (now)") !=
+        std::string::npos);
+}
+
+TEST_CASE("ranks started with different configs stop at once, naming the key and both values") {
+  const std::string dir = fresh_dir("mpi_mismatch");
+  std::vector<std::string> args = mpirun_args(1);
+  args.push_back(segtrain_binary());
+  for (const std::string& a : train_args(dir, 4)) args.push_back(a);
+  args.push_back(":");
+  for (const std::string& a : mpirun_args(1)) if (a != "--allow-run-as-root" && a != "--oversubscribe") args.push_back(a);
+  args.push_back(segtrain_binary());
+  for (const std::string& a : train_args(dir, 4, {"TRAIN.lr_encoder", "0.05"})) args.push_back(a);
+  const RunResult r = finish(start(SEG_MPIEXEC, args, "mismatch"), 120);
+  CHECK_MESSAGE(r.exit_code == 2, r.output);
+  CHECK(r.output.find("rank 1 of 2 started with a different run than rank 0; rank 0: 'TRAIN.lr_encoder = 0.02', "
+                      "rank 1: 'TRAIN.lr_encoder = 0.05'") != std::string::npos);
+  CHECK_FALSE(fs::exists(dir + "/train_state.safetensors"));
+}
+
+TEST_CASE("a rank killed with SIGKILL ends the job within seconds, mpirun naming the rank; the checkpoint stays") {
+  const std::string dir = fresh_dir("mpi_killed");
+  std::vector<std::string> args = mpirun_args(2);
+  args.push_back(segtrain_binary());
+  // Epochs of 2 steps, so a complete checkpoint exists early; far more steps than it will run.
+  std::vector<std::string> train = {"train", "--cfg", config_file(), "--threads", "1"};
+  for (const std::string& o : tiny_overrides(dir, 500, 2)) train.push_back(o);
+  args.insert(args.end(), train.begin(), train.end());
+  const Started s = start(SEG_MPIEXEC, args, "killed");
+  // Wait for the first checkpoint, then find rank 1 (its environment names its rank) and kill it.
+  pid_t victim = -1;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (victim < 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    if (!fs::exists(dir + "/train_state.safetensors")) continue;
+    for (const auto& e : fs::directory_iterator("/proc")) {
+      const std::string name = e.path().filename().string();
+      if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+      std::ifstream env(e.path() / "environ", std::ios::binary);
+      std::string text((std::istreambuf_iterator<char>(env)), std::istreambuf_iterator<char>());
+      std::ifstream cmd(e.path() / "cmdline", std::ios::binary);
+      std::string cmdline((std::istreambuf_iterator<char>(cmd)), std::istreambuf_iterator<char>());
+      if (text.find(std::string("OMPI_COMM_WORLD_RANK=1") + '\0') != std::string::npos &&
+          cmdline.find(dir) != std::string::npos && cmdline.find("mpirun") == std::string::npos) {
+        victim = static_cast<pid_t>(std::stol(name));
+        break;
+      }
+    }
+  }
+  REQUIRE_MESSAGE(victim > 0, "rank 1 of the run was not found");
+  const auto killed_at = std::chrono::steady_clock::now();
+  ::kill(victim, SIGKILL);
+  const RunResult r = finish(s, 60);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - killed_at).count();
+  CHECK_MESSAGE(r.exit_code != -1, "mpirun still ran 60 s after rank 1 was killed: a hang");
+  CHECK(r.exit_code != 0);
+  CHECK(r.output.find("rank 1") != std::string::npos);
+  CHECK(r.output.find("exited on signal 9") != std::string::npos);
+  MESSAGE("mpirun ended " << seconds << " s after rank 1 was killed");
+  // The last complete checkpoint is intact: the run resumes from it (a short continuation).
+  std::vector<std::string> resume = {"train", "--cfg", config_file(), "--threads", "1", "--resume", "--stop-after", "1"};
+  for (const std::string& o : tiny_overrides(dir, 500, 2)) resume.push_back(o);
+  const RunResult again = run_mpi(2, resume, 120);
+  CHECK_MESSAGE(again.exit_code == 0, again.output);
+  CHECK(again.output.find("resumed from") != std::string::npos);
+}
