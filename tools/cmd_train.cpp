@@ -14,7 +14,9 @@ namespace {
 const char* kUsage =
     "usage: segtrain train --cfg FILE [--gpus 0 | --device D [--no-tf32]] [--amp O0|O1|O2|O3] [--amp-dtype f16|bf16]\n"
     "                      [--loss-scale dynamic|none|N] [--resume [--force]] [--amp-stats] [--detect-anomaly]\n"
-    "                      [--threads N] [--skip-bad | --on-bad-sample fail|skip] [--help-keys] [KEY VALUE ...]\n"
+    "                      [--threads N] [--skip-bad | --on-bad-sample fail|skip] [--comm-timeout S]\n"
+    "                      [--help-keys] [KEY VALUE ...]\n"
+    "       mpirun -np N segtrain train --cfg FILE --threads T ...   (N CPU ranks: docs/distributed.md)\n"
     "\n"
     "Trains an upstream model (MODEL.arch_encoder + MODEL.arch_decoder) as upstream's train.py does:\n"
     "two SGD optimizers (encoder, decoder) with momentum TRAIN.beta1, weight decay on conv weights only,\n"
@@ -27,6 +29,8 @@ const char* kUsage =
     "  --cfg FILE          a JSON config (configs/) or an upstream YAML config, used as it is\n"
     "  --gpus LIST         upstream's forms (0, 0-3, 0,2, gpu0); one GPU for now\n"
     "  --device D          cpu (default) or cuda:N\n"
+    "  --comm-timeout S    under mpirun: a rank waiting longer than S seconds in one collective stops\n"
+    "                      the job, naming it (default 300)\n"
     "  --no-tf32           strict f32 convolutions and GEMMs on CUDA (default: TF32 tensor cores for f32,\n"
     "                      as PyTorch; the CPU's f32 is always strict)\n"
     "  --amp LEVEL         mixed precision, Apex semantics (docs/mixed-precision.md); --apex = O1,\n"
@@ -60,7 +64,8 @@ const char* kUsage =
     "  segtrain train --cfg configs/synth-mobilenetv2dilated-c1_deepsup.json\n"
     "  segtrain train --cfg configs/ade20k-resnet50dilated-ppm_deepsup.json --amp O2 TRAIN.accum_steps 8\n"
     "  segtrain train --cfg config/ade20k-hrnetv2.yaml --device cpu TRAIN.num_epoch 1\n"
-    "  segtrain train --cfg configs/synth-mobilenetv2dilated-c1_deepsup.json --resume\n";
+    "  segtrain train --cfg configs/synth-mobilenetv2dilated-c1_deepsup.json --resume\n"
+    "  mpirun -np 2 segtrain train --cfg configs/synth-mobilenetv2dilated-c1_deepsup.json --threads 1\n";
 }  // namespace
 
 int cmd_train(const Args& args) {
