@@ -167,7 +167,6 @@ void GradientAllReduce::finish() {
   State& s = *state_;
   for (State::Bucket& b : s.buckets)
     if (!b.pending) s.pack_and_start(b);  // a bucket some of whose parameters got no gradient
-  const float inv_size = 1.0f / static_cast<float>(s.comm.size());
   for (State::Bucket& b : s.buckets) {
     b.pending->wait();
     for (size_t k = 0; k < b.params.size(); ++k) {
@@ -175,8 +174,7 @@ void GradientAllReduce::finish() {
       const float flag = b.buffer[static_cast<size_t>(b.values) + k];
       if (flag == 0.0f) continue;  // no rank had a gradient: keep none
       const int64_t n = p.numel();
-      float* v = b.buffer.data() + b.offsets[k];
-      for (int64_t j = 0; j < n; ++j) v[j] *= inv_size;
+      const float* v = b.buffer.data() + b.offsets[k];
       const Tensor& g = p.grad();
       if (g.defined() && g.dtype() == DType::f32 && g.is_contiguous()) {
         std::copy(v, v + n, g.data<float>());  // the common case: no allocation

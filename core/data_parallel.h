@@ -2,8 +2,9 @@
 //
 //   broadcast_from_root(comm, tensors)   at start: every rank takes rank 0's parameters and buffers,
 //                                        so all ranks start from the same model whatever their RNG
-//   GradientAllReduce                    after backward: every gradient becomes the average over
-//                                        the ranks of that rank's gradient (PyTorch DDP's rule)
+//   GradientAllReduce                    after backward: every gradient becomes the sum over the
+//                                        ranks; the caller pre-divides (each rank's loss seed is
+//                                        1/size of one process's), so the sum is the average
 //   check_same_run(comm, description)    at start: stops every rank, naming the difference, when
 //                                        the ranks were started with different runs
 //
@@ -12,10 +13,15 @@
 // `bucket_bytes` (25 MB by default, as DDP). Each parameter's "gradient ready" hook (core/autograd.h)
 // counts; when the last gradient of a bucket is ready the bucket is packed (f32) and its all-reduce
 // starts at once, asynchronously, while backward goes on computing the earlier layers' gradients.
-// finish() packs what is left, waits for every bucket and writes sum / size back into the gradients.
+// finish() packs what is left, waits for every bucket and writes the sums back into the gradients.
+//
+// Why the division comes before backward (Horovod's and Apex's "predivide"), not after: under fp16
+// a rank's gradients then have the magnitude one process's micro-batch gradients have (the loss
+// scaler overflows at the same steps), and the step is the same computation as one process running
+// the size sub-batches as gradient accumulation: bit for bit in f32 (tests/mpi).
 //
 // Per parameter the bucket also carries a 1 when this rank has a gradient for it: a parameter that
-// got a gradient on some ranks only is averaged over all ranks (a missing one counts as zeros, as in
+// got a gradient on some ranks only is summed over all ranks (a missing one counts as zeros, as in
 // DDP with find_unused_parameters), and one that got none anywhere keeps no gradient, so the
 // optimizer skips it exactly as a single process would.
 //
@@ -54,7 +60,7 @@ class GradientAllReduce {
   GradientAllReduce& operator=(const GradientAllReduce&) = delete;
 
   void set_sync(bool on);
-  // Completes every bucket: afterwards each gradient is the average over the ranks.
+  // Completes every bucket: afterwards each gradient is the sum over the ranks.
   void finish();
 
   struct Stats {

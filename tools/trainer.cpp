@@ -393,7 +393,8 @@ TrainSummary run_training(const Config& cfg, const CommonFlags& flags, const Tra
       }
       {
         prof::Range range("backward");
-        scaled_backward(out.loss, scaler, static_cast<int>(micro_steps));
+        // Seed S / (micro-steps x ranks): the all-reduce then sums (core/data_parallel.h).
+        scaled_backward(out.loss, scaler, static_cast<int>(micro_steps * ranks));
       }
       slots.emplace_back(readback.add(out.loss), readback.add(out.stats));
     }
@@ -401,7 +402,7 @@ TrainSummary run_training(const Config& cfg, const CommonFlags& flags, const Tra
     ranging.reset();
     if (allreduce) {
       prof::Range range("gradient.allreduce.wait");
-      allreduce->finish();  // every gradient is now the average over the ranks
+      allreduce->finish();  // every gradient is now the sum over the ranks of pre-divided ones: the average
     }
     const StepOutcome outcome = unscale_and_step(scaler, opt_pair.all(), &readback, &comm);
     for (const auto& [loss_slot, stats_slot] : slots) {

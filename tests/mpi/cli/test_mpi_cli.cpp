@@ -2,7 +2,8 @@
 // starts mpirun itself (tests/mpi/test_mpi.cpp is the one that runs as two ranks).
 //
 //   * 20 steps on 2 ranks (per-rank BatchNorm) train exactly what one process trains with
-//     TRAIN.sub_batches_per_rank 2: the same losses and bit-identical parameters;
+//     TRAIN.sub_batches_per_rank 2: the same losses and bit-identical parameters; under O2 fp16 the
+//     same losses and the same loss-scale skips;
 //   * SyncBN on 2 ranks trains, and rank 0 alone writes the run's files;
 //   * a run stopped on 2 ranks resumes on 1 process (same sub-batches per step) and ends where the
 //     uninterrupted 2-rank run ends;
@@ -109,8 +110,8 @@ std::vector<std::string> train_args(const std::string& dir, int steps, const std
   return a;
 }
 
-// history.csv's loss column (one row per logged step).
-std::vector<double> losses(const std::string& dir) {
+// One column of history.csv (one row per logged step): 3 = loss, 9 = loss scale.
+std::vector<double> history_column(const std::string& dir, int column) {
   std::ifstream in(dir + "/history.csv");
   std::vector<double> out;
   std::string line;
@@ -118,12 +119,13 @@ std::vector<double> losses(const std::string& dir) {
   while (std::getline(in, line)) {
     std::stringstream ss(line);
     std::string cell;
-    for (int c = 0; c < 3 && std::getline(ss, cell, ','); ++c) {
+    for (int c = 0; c < column && std::getline(ss, cell, ','); ++c) {
     }
     out.push_back(std::stod(cell));
   }
   return out;
 }
+std::vector<double> losses(const std::string& dir) { return history_column(dir, 3); }
 
 // Parameters of a checkpoint file (running statistics and counters left out).
 std::vector<std::pair<std::string, Tensor>> parameters_of(const std::string& path) {
@@ -164,6 +166,22 @@ TEST_CASE("20 steps on 2 MPI ranks train exactly what one process trains with 2 
     }
     CHECK(differing == 0);
   }
+}
+
+TEST_CASE("O2 fp16 on 2 ranks: the same losses and loss-scale skips as one process with 2 sub-batches per step") {
+  // Pre-divided gradients (core/data_parallel.h): each rank's half gradients are as large as one
+  // process's micro-batch gradients, so the dynamic loss scale overflows at the same steps.
+  const std::string two = fresh_dir("mpi_o2_two"), one = fresh_dir("mpi_o2_one");
+  const RunResult r2 = run_mpi(2, train_args(two, 10, {"--amp", "O2", "TRAIN.sync_bn", "false"}));
+  CHECK_MESSAGE(r2.exit_code == 0, r2.output);
+  const RunResult r1 = run_segtrain(train_args(one, 10, {"--amp", "O2", "TRAIN.sub_batches_per_rank", "2"}));
+  CHECK_MESSAGE(r1.exit_code == 0, r1.output);
+  CHECK(losses(two).size() == 10);
+  CHECK(losses(two) == losses(one));
+  const std::vector<double> scales = history_column(two, 9);
+  CHECK(scales == history_column(one, 9));
+  CHECK(scales.front() == 65536.0);
+  CHECK(scales.back() < 65536.0);  // at least one overflow skipped on both ranks alike
 }
 
 TEST_CASE("SyncBN on 2 ranks trains; rank 0 alone writes the files, and eval on 2 ranks reports what one process does") {
