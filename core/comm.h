@@ -40,6 +40,9 @@ class Communicator {
    public:
     virtual ~Pending() = default;
     virtual void wait() = 0;  // afterwards the buffer holds the sum; idempotent
+    // Lets the transfer advance without waiting (MPI progresses non-blocking collectives only
+    // inside MPI calls); true when it is complete.
+    virtual bool test() { return false; }
   };
   virtual std::unique_ptr<Pending> allreduce_sum_async(float* data, int64_t n) = 0;
 

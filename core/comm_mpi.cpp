@@ -139,6 +139,12 @@ class MpiCommunicator final : public Communicator {
     ~Request() override {
       if (request != MPI_REQUEST_NULL) MPI_Wait(&request, MPI_STATUS_IGNORE);
     }
+    bool test() override {
+      if (request == MPI_REQUEST_NULL) return true;
+      int done = 0;
+      comm.check(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "testing an asynchronous all-reduce");
+      return done != 0;
+    }
     void wait() override {
       if (request == MPI_REQUEST_NULL) return;
       Watch w(comm.in_collective_since_, comm.collective_, "all-reduce (f32 sum, asynchronous)");

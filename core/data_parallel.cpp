@@ -81,6 +81,7 @@ struct GradientAllReduce::State {
     size_t ready = 0;                  // hooks seen this step
     std::unique_ptr<Communicator::Pending> pending;
     bool started_by_hook = false;
+    bool done = false;                 // its all-reduce completed (seen by a progress test)
   };
 
   Communicator& comm;
@@ -91,7 +92,8 @@ struct GradientAllReduce::State {
 
   explicit State(Communicator& c) : comm(c) {}
 
-  void pack_and_start(Bucket& b) {
+  // Packs the bucket's gradients (f32) and its has-gradient flags into its buffer.
+  void pack(Bucket& b) {
     for (size_t k = 0; k < b.params.size(); ++k) {
       const Tensor& p = params[b.params[k]];
       const Tensor& g = p.grad();
@@ -107,12 +109,28 @@ struct GradientAllReduce::State {
       std::copy(g32.data<float>(), g32.data<float>() + n, dst);
       flag = 1.0f;
     }
+  }
+
+  void pack_and_start(Bucket& b) {
+    pack(b);
     b.pending = comm.allreduce_sum_async(b.buffer.data(), static_cast<int64_t>(b.buffer.size()));
+  }
+
+  // MPI advances non-blocking collectives only inside MPI calls: every hook gives the buckets
+  // already travelling a push.
+  void progress() {
+    for (Bucket& b : buckets)
+      if (b.pending && !b.done) b.done = b.pending->test();
   }
 
   void on_ready(const Tensor& p, size_t index) {
     (void)p;
     if (!sync) return;
+    progress();
+    // One bucket: nothing could overlap it, and a blocking all-reduce in finish() is faster
+    // (Open MPI's non-blocking collectives take about 1.6x as long for the same bytes: measured
+    // 11.5 ms against 7 ms for 8.6 MB on 2 ranks of the 2-core machine).
+    if (buckets.size() == 1) return;
     Bucket& b = buckets[bucket_of[index]];
     if (b.pending) return;  // a parameter used twice: its bucket already left
     if (++b.ready == b.params.size()) {
@@ -165,10 +183,16 @@ void GradientAllReduce::set_sync(bool on) { state_->sync = on; }
 
 void GradientAllReduce::finish() {
   State& s = *state_;
-  for (State::Bucket& b : s.buckets)
-    if (!b.pending) s.pack_and_start(b);  // a bucket some of whose parameters got no gradient
+  if (s.buckets.size() == 1 && !s.buckets[0].pending) {
+    State::Bucket& b = s.buckets[0];
+    s.pack(b);
+    s.comm.allreduce_sum(b.buffer.data(), static_cast<int64_t>(b.buffer.size()));
+  } else {
+    for (State::Bucket& b : s.buckets)
+      if (!b.pending) s.pack_and_start(b);  // a bucket some of whose parameters got no gradient
+  }
   for (State::Bucket& b : s.buckets) {
-    b.pending->wait();
+    if (b.pending) b.pending->wait();
     for (size_t k = 0; k < b.params.size(); ++k) {
       Tensor& p = s.params[b.params[k]];
       const float flag = b.buffer[static_cast<size_t>(b.values) + k];
@@ -195,6 +219,7 @@ void GradientAllReduce::finish() {
     b.pending.reset();
     b.ready = 0;
     b.started_by_hook = false;
+    b.done = false;
   }
 }
 

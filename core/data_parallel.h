@@ -14,6 +14,9 @@
 // counts; when the last gradient of a bucket is ready the bucket is packed (f32) and its all-reduce
 // starts at once, asynchronously, while backward goes on computing the earlier layers' gradients.
 // finish() packs what is left, waits for every bucket and writes the sums back into the gradients.
+// Every hook also tests the buckets in flight (MPI moves non-blocking collectives only inside MPI
+// calls). A model that fits one bucket has nothing to overlap: its one all-reduce is a blocking one
+// in finish(), which Open MPI does faster than a non-blocking one.
 //
 // Why the division comes before backward (Horovod's and Apex's "predivide"), not after: under fp16
 // a rank's gradients then have the magnitude one process's micro-batch gradients have (the loss
