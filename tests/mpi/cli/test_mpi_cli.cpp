@@ -10,7 +10,8 @@
 //   * eval on 2 ranks reports what one process reports;
 //   * ranks started with different configs stop with the difference named; a rank killed with
 //     SIGKILL ends the job (mpirun names the rank) within seconds, not a hang, and the last
-//     checkpoint stays loadable.
+//     checkpoint stays loadable; Ctrl-C on mpirun stops both ranks after one step with a
+//     resumable state.
 #include <doctest/doctest.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -294,6 +295,38 @@ TEST_CASE("a rank killed with SIGKILL ends the job within seconds, mpirun naming
   // The last complete checkpoint is intact: the run resumes from it (a short continuation).
   std::vector<std::string> resume = {"train", "--cfg", config_file(), "--threads", "1", "--resume", "--stop-after", "1"};
   for (const std::string& o : tiny_overrides(dir, 500, 2)) resume.push_back(o);
+  const RunResult again = run_mpi(2, resume, 120);
+  CHECK_MESSAGE(again.exit_code == 0, again.output);
+  CHECK(again.output.find("resumed from") != std::string::npos);
+}
+
+TEST_CASE("Ctrl-C on mpirun: the ranks stop after the same step and rank 0 saves a resumable state") {
+  const std::string dir = fresh_dir("mpi_ctrl_c");
+  std::vector<std::string> args = mpirun_args(2);
+  args.push_back(segtrain_binary());
+  std::vector<std::string> train = {"train", "--cfg", config_file(), "--threads", "1"};
+  for (const std::string& o : tiny_overrides(dir, 100, 20)) train.push_back(o);
+  train.insert(train.end(), {"TRAIN.disp_iter", "1"});
+  args.insert(args.end(), train.begin(), train.end());
+  const Started s = start(SEG_MPIEXEC, args, "ctrl_c");
+  // Wait until a few steps are logged (rank 0 prints one line per step), then interrupt mpirun.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  for (;;) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    std::ifstream in(s.output_path);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    size_t lines = 0;
+    for (size_t at = 0; (at = ss.str().find("Epoch: [1]", at)) != std::string::npos; ++at) ++lines;
+    if (lines >= 3 || std::chrono::steady_clock::now() > deadline) break;
+  }
+  ::kill(s.pid, SIGINT);  // mpirun passes it on to the ranks as SIGTERM
+  const RunResult r = finish(s, 60);
+  CHECK_MESSAGE(r.exit_code != -1, "mpirun still ran 60 s after Ctrl-C: a hang");
+  CHECK_MESSAGE(r.output.find("stopped by SIGTERM after step") != std::string::npos, r.output);
+  CHECK(r.output.find("resumable state saved") != std::string::npos);
+  std::vector<std::string> resume = train;
+  resume.insert(resume.end(), {"--resume", "--stop-after", "1"});
   const RunResult again = run_mpi(2, resume, 120);
   CHECK_MESSAGE(again.exit_code == 0, again.output);
   CHECK(again.output.find("resumed from") != std::string::npos);
