@@ -10,8 +10,8 @@
 //   * eval on 2 ranks reports what one process reports;
 //   * ranks started with different configs stop with the difference named; a rank killed with
 //     SIGKILL ends the job (mpirun names the rank) within seconds, not a hang, and the last
-//     checkpoint stays loadable; Ctrl-C on mpirun stops both ranks after one step with a
-//     resumable state.
+//     checkpoint stays loadable; a rank that stops answering (SIGSTOP) ends the job after
+//     --comm-timeout; Ctrl-C on mpirun stops both ranks after one step with a resumable state.
 #include <doctest/doctest.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -134,6 +134,29 @@ std::vector<std::pair<std::string, Tensor>> parameters_of(const std::string& pat
   for (const auto& [name, t] : read_safetensors(path).tensors)
     if (name.find("running") == std::string::npos && name.find("num_batches") == std::string::npos) out.emplace_back(name, t);
   return out;
+}
+
+// Waits (up to 120 s) until the run in `dir` has written its first checkpoint, then returns the pid
+// of its rank `rank` (found by the OMPI_COMM_WORLD_RANK of its environment), or -1.
+pid_t wait_for_rank(const std::string& dir, int rank) {
+  const std::string wanted = "OMPI_COMM_WORLD_RANK=" + std::to_string(rank) + '\0';
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    if (!fs::exists(dir + "/train_state.safetensors")) continue;
+    for (const auto& e : fs::directory_iterator("/proc")) {
+      const std::string name = e.path().filename().string();
+      if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+      std::ifstream env(e.path() / "environ", std::ios::binary);
+      const std::string text((std::istreambuf_iterator<char>(env)), std::istreambuf_iterator<char>());
+      std::ifstream cmd(e.path() / "cmdline", std::ios::binary);
+      const std::string cmdline((std::istreambuf_iterator<char>(cmd)), std::istreambuf_iterator<char>());
+      if (text.find(wanted) != std::string::npos && cmdline.find(dir) != std::string::npos &&
+          cmdline.find("mpirun") == std::string::npos)
+        return static_cast<pid_t>(std::stol(name));
+    }
+  }
+  return -1;
 }
 
 }  // namespace
@@ -262,26 +285,8 @@ TEST_CASE("a rank killed with SIGKILL ends the job within seconds, mpirun naming
   for (const std::string& o : tiny_overrides(dir, 500, 2)) train.push_back(o);
   args.insert(args.end(), train.begin(), train.end());
   const Started s = start(SEG_MPIEXEC, args, "killed");
-  // Wait for the first checkpoint, then find rank 1 (its environment names its rank) and kill it.
-  pid_t victim = -1;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
-  while (victim < 0 && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    if (!fs::exists(dir + "/train_state.safetensors")) continue;
-    for (const auto& e : fs::directory_iterator("/proc")) {
-      const std::string name = e.path().filename().string();
-      if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-      std::ifstream env(e.path() / "environ", std::ios::binary);
-      std::string text((std::istreambuf_iterator<char>(env)), std::istreambuf_iterator<char>());
-      std::ifstream cmd(e.path() / "cmdline", std::ios::binary);
-      std::string cmdline((std::istreambuf_iterator<char>(cmd)), std::istreambuf_iterator<char>());
-      if (text.find(std::string("OMPI_COMM_WORLD_RANK=1") + '\0') != std::string::npos &&
-          cmdline.find(dir) != std::string::npos && cmdline.find("mpirun") == std::string::npos) {
-        victim = static_cast<pid_t>(std::stol(name));
-        break;
-      }
-    }
-  }
+  // Wait for the first checkpoint, then find rank 1 and kill it.
+  const pid_t victim = wait_for_rank(dir, 1);
   REQUIRE_MESSAGE(victim > 0, "rank 1 of the run was not found");
   const auto killed_at = std::chrono::steady_clock::now();
   ::kill(victim, SIGKILL);
@@ -330,4 +335,23 @@ TEST_CASE("Ctrl-C on mpirun: the ranks stop after the same step and rank 0 saves
   const RunResult again = run_mpi(2, resume, 120);
   CHECK_MESSAGE(again.exit_code == 0, again.output);
   CHECK(again.output.find("resumed from") != std::string::npos);
+}
+
+TEST_CASE("a rank that stops answering ends the job after --comm-timeout, the waiting rank naming the collective") {
+  const std::string dir = fresh_dir("mpi_stalled");
+  std::vector<std::string> args = mpirun_args(2);
+  args.push_back(segtrain_binary());
+  std::vector<std::string> train = {"train", "--cfg", config_file(), "--threads", "1", "--comm-timeout", "3"};
+  for (const std::string& o : tiny_overrides(dir, 500, 2)) train.push_back(o);
+  args.insert(args.end(), train.begin(), train.end());
+  const Started s = start(SEG_MPIEXEC, args, "stalled");
+  const pid_t victim = wait_for_rank(dir, 1);
+  REQUIRE_MESSAGE(victim > 0, "rank 1 of the run was not found");
+  ::kill(victim, SIGSTOP);  // alive but silent: rank 0 waits in its next collective
+  const RunResult r = finish(s, 90);
+  ::kill(victim, SIGKILL);  // in case mpirun left it behind
+  CHECK_MESSAGE(r.exit_code != -1, "mpirun still ran 90 s after rank 1 stopped: the watchdog did not fire");
+  CHECK(r.exit_code != 0);
+  CHECK_MESSAGE(r.output.find("rank 0 of 2 waited") != std::string::npos, r.output);
+  CHECK(r.output.find("--comm-timeout 3 s") != std::string::npos);
 }
