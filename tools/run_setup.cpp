@@ -132,7 +132,11 @@ Device resolve_device(const CommonFlags& flags) {
   // the start-up line says which kernels f32 runs on.
   if (dev.is_cuda()) {
     cuda::set_allow_tf32(!flags.no_tf32);
-    std::printf("%s: %s\n", dev.str().c_str(), cuda::describe_engines().c_str());
+    // Once per process and setting: the demo resolves the device for training and again for eval.
+    static std::string said;
+    const std::string line = dev.str() + ": " + cuda::describe_engines();
+    if (line != said) std::printf("%s\n", line.c_str());
+    said = line;
   }
 #endif
   return dev;
