@@ -18,10 +18,9 @@ class SingleProcess final : public Communicator {
   int rank() const override { return 0; }
   int size() const override { return 1; }
   std::string describe() const override { return "single process"; }
-  void allreduce_sum(float*, int64_t) override {}
-  void allreduce_sum(double*, int64_t) override {}
+  void allreduce_sum_typed(void*, int64_t, DType) override {}
   void allreduce_max(int32_t*, int64_t) override {}
-  std::unique_ptr<Pending> allreduce_sum_async(float*, int64_t) override {
+  std::unique_ptr<Pending> allreduce_sum_async_typed(void*, int64_t, DType) override {
     struct Done final : Pending {
       void wait() override {}
       bool test() override { return true; }

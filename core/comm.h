@@ -19,6 +19,8 @@
 #include <string>
 #include <vector>
 
+#include "core/dtype.h"
+
 namespace seg {
 
 class Communicator {
@@ -30,9 +32,13 @@ class Communicator {
   // For the start-up line: "single process" or "MPI (Open MPI v4.1.4): rank 0 of 2, host a".
   virtual std::string describe() const = 0;
 
-  // In place: data[i] = sum over ranks of data[i] (max for the int flags).
-  virtual void allreduce_sum(float* data, int64_t n) = 0;
-  virtual void allreduce_sum(double* data, int64_t n) = 0;
+  // In place: data[i] = sum over ranks of data[i], for n values of `dtype` (f32, f64, f16, bf16;
+  // the 16-bit ones are added in f32 and rounded back at each step of the reduction, so a sum of
+  // two ranks is the correctly rounded sum).
+  virtual void allreduce_sum_typed(void* data, int64_t n, DType dtype) = 0;
+  void allreduce_sum(float* data, int64_t n) { allreduce_sum_typed(data, n, DType::f32); }
+  void allreduce_sum(double* data, int64_t n) { allreduce_sum_typed(data, n, DType::f64); }
+  // In place: data[i] = max over ranks of data[i] (the found-inf and stop flags).
   virtual void allreduce_max(int32_t* data, int64_t n) = 0;
 
   // A sum started now and finished by wait(): lets a gradient bucket travel while backward goes on.
@@ -44,7 +50,10 @@ class Communicator {
     // inside MPI calls); true when it is complete.
     virtual bool test() { return false; }
   };
-  virtual std::unique_ptr<Pending> allreduce_sum_async(float* data, int64_t n) = 0;
+  virtual std::unique_ptr<Pending> allreduce_sum_async_typed(void* data, int64_t n, DType dtype) = 0;
+  std::unique_ptr<Pending> allreduce_sum_async(float* data, int64_t n) {
+    return allreduce_sum_async_typed(data, n, DType::f32);
+  }
 
   // Rank root's bytes to every rank.
   virtual void broadcast(void* data, int64_t bytes, int root) = 0;

@@ -24,6 +24,7 @@
 
 #include "core/comm.h"
 #include "core/error.h"
+#include "kernels/common/half.h"
 
 namespace seg {
 
@@ -70,6 +71,8 @@ class MpiCommunicator final : public Communicator {
     MPI_Get_processor_name(host, &len);
     host_ = std::string(host, static_cast<size_t>(len));
     if (const char* t = std::getenv("SEG_COMM_TIMEOUT")) timeout_ = std::atof(t);
+    MPI_Op_create(&half_sum<f16>, 1, &f16_sum_);
+    MPI_Op_create(&half_sum<bf16>, 1, &bf16_sum_);
     watchdog_ = std::thread([this] { watch(); });
   }
 
@@ -82,6 +85,10 @@ class MpiCommunicator final : public Communicator {
     watchdog_.join();
     int finalized = 0;
     MPI_Finalized(&finalized);
+    if (!finalized) {
+      MPI_Op_free(&f16_sum_);
+      MPI_Op_free(&bf16_sum_);
+    }
     if (owns_init_ && !finalized) MPI_Finalize();
   }
 
@@ -93,15 +100,17 @@ class MpiCommunicator final : public Communicator {
   void set_timeout_seconds(double seconds) override { timeout_ = seconds; }
   double timeout_seconds() const override { return timeout_; }
 
-  void allreduce_sum(float* data, int64_t n) override { allreduce(data, n, MPI_FLOAT, MPI_SUM, "all-reduce (f32 sum)"); }
-  void allreduce_sum(double* data, int64_t n) override { allreduce(data, n, MPI_DOUBLE, MPI_SUM, "all-reduce (f64 sum)"); }
+  void allreduce_sum_typed(void* data, int64_t n, DType dtype) override {
+    const SumOf s = sum_of(dtype);
+    allreduce(data, n, s.type, s.op, s.what);
+  }
   void allreduce_max(int32_t* data, int64_t n) override { allreduce(data, n, MPI_INT32_T, MPI_MAX, "all-reduce (i32 max)"); }
 
-  std::unique_ptr<Pending> allreduce_sum_async(float* data, int64_t n) override {
+  std::unique_ptr<Pending> allreduce_sum_async_typed(void* data, int64_t n, DType dtype) override {
     SEG_CHECK(n <= INT_MAX, runtime, "asynchronous all-reduce of ", n, " values: at most ", INT_MAX, " per call");
+    const SumOf s = sum_of(dtype);
     auto p = std::make_unique<Request>(*this);
-    check(MPI_Iallreduce(MPI_IN_PLACE, data, static_cast<int>(n), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &p->request),
-          "all-reduce (f32 sum, asynchronous)");
+    check(MPI_Iallreduce(MPI_IN_PLACE, data, static_cast<int>(n), s.type, s.op, MPI_COMM_WORLD, &p->request), s.what);
     return p;
   }
 
@@ -154,6 +163,30 @@ class MpiCommunicator final : public Communicator {
     MPI_Request request = MPI_REQUEST_NULL;
   };
 
+  // MPI has no 16-bit float types: f16 and bf16 travel as MPI_UINT16_T with our own sum, which adds
+  // in f32 and rounds back (kernels/common/half.h conversions).
+  struct SumOf {
+    MPI_Datatype type;
+    MPI_Op op;
+    const char* what;
+  };
+  SumOf sum_of(DType dtype) const {
+    switch (dtype) {
+      case DType::f32: return {MPI_FLOAT, MPI_SUM, "all-reduce (f32 sum)"};
+      case DType::f64: return {MPI_DOUBLE, MPI_SUM, "all-reduce (f64 sum)"};
+      case DType::f16: return {MPI_UINT16_T, f16_sum_, "all-reduce (f16 sum)"};
+      case DType::bf16: return {MPI_UINT16_T, bf16_sum_, "all-reduce (bf16 sum)"};
+      default: break;
+    }
+    throw Error(ErrorKind::runtime, str("all-reduce of ", dtype_name(dtype), " values: only f32, f64, f16 and bf16 sum"));
+  }
+  template <class H>
+  static void half_sum(void* in, void* inout, int* len, MPI_Datatype*) {
+    const auto* a = static_cast<const H*>(in);
+    auto* b = static_cast<H*>(inout);
+    for (int i = 0; i < *len; ++i) b[i] = H(static_cast<float>(a[i]) + static_cast<float>(b[i]));
+  }
+
   void allreduce(void* data, int64_t n, MPI_Datatype type, MPI_Op op, const char* what) {
     Watch w(in_collective_since_, collective_, what);
     int size = 0;
@@ -194,6 +227,7 @@ class MpiCommunicator final : public Communicator {
 
   int rank_ = 0, size_ = 1;
   bool owns_init_ = false;
+  MPI_Op f16_sum_ = MPI_OP_NULL, bf16_sum_ = MPI_OP_NULL;
   std::string library_, host_;
   std::atomic<double> timeout_{300.0};
   std::atomic<double> in_collective_since_{0.0};

@@ -1,6 +1,7 @@
 #include "core/data_parallel.h"
 
 #include <algorithm>
+#include <cstring>
 #include <sstream>
 #include <unordered_map>
 
@@ -72,16 +73,52 @@ void check_same_run(Communicator& comm, const std::string& description) {
 
 // ---------------------------------------------------------------- GradientAllReduce
 
+namespace {
+// Bytes of one value of `dt`, and the value 1 or 0 in it (the has-gradient flags).
+void put_flag(unsigned char* at, DType dt, bool on) {
+  const float v = on ? 1.0f : 0.0f;
+  switch (dt) {
+    case DType::f32: std::memcpy(at, &v, 4); return;
+    case DType::f64: { const double d = v; std::memcpy(at, &d, 8); return; }
+    case DType::f16: { const f16 h(v); std::memcpy(at, &h, 2); return; }
+    case DType::bf16: { const bf16 h(v); std::memcpy(at, &h, 2); return; }
+    default: break;
+  }
+  SEG_ASSERT(false);
+}
+bool get_flag(const unsigned char* at, DType dt) {
+  switch (dt) {
+    case DType::f32: { float v; std::memcpy(&v, at, 4); return v != 0.0f; }
+    case DType::f64: { double v; std::memcpy(&v, at, 8); return v != 0.0; }
+    case DType::f16: { f16 h; std::memcpy(&h, at, 2); return static_cast<float>(h) != 0.0f; }
+    case DType::bf16: { bf16 h; std::memcpy(&h, at, 2); return static_cast<float>(h) != 0.0f; }
+    default: break;
+  }
+  SEG_ASSERT(false);
+  return false;
+}
+}  // namespace
+
+DType gradient_wire_dtype(DType param, GradientWire wire) {
+  if (param == DType::f64) return DType::f64;  // references and gradient checks: never narrowed
+  return wire == GradientWire::storage ? param : DType::f32;
+}
+
 struct GradientAllReduce::State {
   struct Bucket {
+    DType dtype = DType::f32;          // what travels (gradient_wire_dtype of its parameters)
     std::vector<size_t> params;        // indices into State::params, in the order they are packed
-    std::vector<int64_t> offsets;      // of each parameter's values in `buffer`
+    std::vector<int64_t> offsets;      // of each parameter's values in `buffer`, in values
     int64_t values = 0;                // gradient values (the flags follow them)
-    std::vector<float> buffer;         // values, then one has-gradient flag per parameter
+    std::vector<unsigned char> buffer; // values, then one has-gradient flag per parameter
     size_t ready = 0;                  // hooks seen this step
     std::unique_ptr<Communicator::Pending> pending;
     bool started_by_hook = false;
     bool done = false;                 // its all-reduce completed (seen by a progress test)
+
+    size_t element() const { return dtype_size(dtype); }
+    unsigned char* value_at(int64_t i) { return buffer.data() + static_cast<size_t>(i) * element(); }
+    int64_t count() const { return values + static_cast<int64_t>(params.size()); }
   };
 
   Communicator& comm;
@@ -92,28 +129,26 @@ struct GradientAllReduce::State {
 
   explicit State(Communicator& c) : comm(c) {}
 
-  // Packs the bucket's gradients (f32) and its has-gradient flags into its buffer.
+  // Packs the bucket's gradients (in its dtype) and its has-gradient flags into its buffer.
   void pack(Bucket& b) {
     for (size_t k = 0; k < b.params.size(); ++k) {
       const Tensor& p = params[b.params[k]];
       const Tensor& g = p.grad();
-      float* dst = b.buffer.data() + b.offsets[k];
-      const int64_t n = p.numel();
-      float& flag = b.buffer[static_cast<size_t>(b.values) + k];
+      unsigned char* dst = b.value_at(b.offsets[k]);
+      const size_t bytes = static_cast<size_t>(p.numel()) * b.element();
+      put_flag(b.value_at(b.values + static_cast<int64_t>(k)), b.dtype, g.defined());
       if (!g.defined()) {
-        std::fill(dst, dst + n, 0.0f);
-        flag = 0.0f;
+        std::memset(dst, 0, bytes);  // zero is all-zero bits in every float format
         continue;
       }
-      const Tensor g32 = g.dtype() == DType::f32 ? g.contiguous() : g.to(DType::f32).contiguous();
-      std::copy(g32.data<float>(), g32.data<float>() + n, dst);
-      flag = 1.0f;
+      const Tensor wire = g.dtype() == b.dtype ? g.contiguous() : g.to(b.dtype).contiguous();
+      std::memcpy(dst, wire.data_ptr(), bytes);
     }
   }
 
   void pack_and_start(Bucket& b) {
     pack(b);
-    b.pending = comm.allreduce_sum_async(b.buffer.data(), static_cast<int64_t>(b.buffer.size()));
+    b.pending = comm.allreduce_sum_async_typed(b.buffer.data(), b.count(), b.dtype);
   }
 
   // MPI advances non-blocking collectives only inside MPI calls: every hook gives the buckets
@@ -123,8 +158,7 @@ struct GradientAllReduce::State {
       if (b.pending && !b.done) b.done = b.pending->test();
   }
 
-  void on_ready(const Tensor& p, size_t index) {
-    (void)p;
+  void on_ready(size_t index) {
     if (!sync) return;
     progress();
     // One bucket: nothing could overlap it, and a blocking all-reduce in finish() is faster
@@ -138,19 +172,44 @@ struct GradientAllReduce::State {
       b.started_by_hook = true;
     }
   }
+
+  // Writes the bucket's sums back into the gradients (in their storage dtype).
+  void unpack(Bucket& b) {
+    for (size_t k = 0; k < b.params.size(); ++k) {
+      Tensor& p = params[b.params[k]];
+      if (!get_flag(b.value_at(b.values + static_cast<int64_t>(k)), b.dtype)) continue;  // no rank had one: keep none
+      const unsigned char* src = b.value_at(b.offsets[k]);
+      const size_t bytes = static_cast<size_t>(p.numel()) * b.element();
+      const Tensor& g = p.grad();
+      if (g.defined() && g.dtype() == b.dtype && g.is_contiguous()) {
+        std::memcpy(g.data_ptr(), src, bytes);  // the common case: no allocation
+        continue;
+      }
+      Tensor sum = Tensor::empty(p.shape(), b.dtype, Device::cpu());
+      std::memcpy(sum.data_ptr(), src, bytes);
+      if (g.defined()) {
+        Tensor dst = g;
+        dst.copy_(sum);  // f32 on the wire, half gradient: rounded once, here
+      } else {
+        p.set_grad(sum.to(p.dtype()));
+      }
+    }
+  }
 };
 
-GradientAllReduce::GradientAllReduce(Communicator& comm, std::vector<Tensor> params, int64_t bucket_bytes)
+GradientAllReduce::GradientAllReduce(Communicator& comm, std::vector<Tensor> params, int64_t bucket_bytes,
+                                     GradientWire wire)
     : state_(std::make_shared<State>(comm)) {
   SEG_CHECK(bucket_bytes > 0, usage, "gradient bucket size must be positive, got ", bucket_bytes, " bytes");
   State& s = *state_;
   s.params = std::move(params);
   s.bucket_of.assign(s.params.size(), 0);
-  // Reverse registration order: backward produces the last layers' gradients first.
+  // Reverse registration order: backward produces the last layers' gradients first. A bucket holds
+  // one wire dtype (under O2 the BatchNorm parameters stay f32 between half convolutions).
   State::Bucket current;
   auto close = [&] {
     if (current.params.empty()) return;
-    current.buffer.assign(static_cast<size_t>(current.values) + current.params.size(), 0.0f);
+    current.buffer.assign(static_cast<size_t>(current.count()) * current.element(), 0);
     s.buckets.push_back(std::move(current));
     current = State::Bucket{};
   };
@@ -159,17 +218,20 @@ GradientAllReduce::GradientAllReduce(Communicator& comm, std::vector<Tensor> par
     SEG_CHECK(p.device().is_cpu(), device, "data-parallel gradients of ", p.str(),
               ": only CPU tensors travel through the MPI communicator; between GPUs gradients need NCCL, "
               "which is not built yet (issue 16)");
+    const DType dt = gradient_wire_dtype(p.dtype(), wire);
+    if (!current.params.empty() && current.dtype != dt) close();
+    current.dtype = dt;
     s.bucket_of[i] = s.buckets.size();
     current.params.push_back(i);
     current.offsets.push_back(current.values);
     current.values += p.numel();
-    if (current.values * static_cast<int64_t>(sizeof(float)) >= bucket_bytes) close();
+    if (current.values * static_cast<int64_t>(dtype_size(dt)) >= bucket_bytes) close();
   }
   close();
   std::weak_ptr<State> weak = state_;
   for (size_t i = 0; i < s.params.size(); ++i) {
-    s.params[i].add_grad_ready_hook([weak, i](const Tensor& p) {
-      if (auto st = weak.lock()) st->on_ready(p, i);
+    s.params[i].add_grad_ready_hook([weak, i](const Tensor&) {
+      if (auto st = weak.lock()) st->on_ready(i);
     });
   }
 }
@@ -186,35 +248,15 @@ void GradientAllReduce::finish() {
   if (s.buckets.size() == 1 && !s.buckets[0].pending) {
     State::Bucket& b = s.buckets[0];
     s.pack(b);
-    s.comm.allreduce_sum(b.buffer.data(), static_cast<int64_t>(b.buffer.size()));
+    s.comm.allreduce_sum_typed(b.buffer.data(), b.count(), b.dtype);
   } else {
     for (State::Bucket& b : s.buckets)
       if (!b.pending) s.pack_and_start(b);  // a bucket some of whose parameters got no gradient
   }
-  for (State::Bucket& b : s.buckets) {
-    if (b.pending) b.pending->wait();
-    for (size_t k = 0; k < b.params.size(); ++k) {
-      Tensor& p = s.params[b.params[k]];
-      const float flag = b.buffer[static_cast<size_t>(b.values) + k];
-      if (flag == 0.0f) continue;  // no rank had a gradient: keep none
-      const int64_t n = p.numel();
-      const float* v = b.buffer.data() + b.offsets[k];
-      const Tensor& g = p.grad();
-      if (g.defined() && g.dtype() == DType::f32 && g.is_contiguous()) {
-        std::copy(v, v + n, g.data<float>());  // the common case: no allocation
-        continue;
-      }
-      Tensor avg = Tensor::from_vector(p.shape(), std::vector<float>(v, v + n));
-      if (g.defined()) {
-        Tensor dst = g;
-        dst.copy_(avg);  // converts to the gradient's storage dtype (f16/bf16 models)
-      } else {
-        p.set_grad(avg.to(p.dtype()));
-      }
-    }
-  }
   last_started_in_backward_ = 0;
   for (State::Bucket& b : s.buckets) {
+    if (b.pending) b.pending->wait();
+    s.unpack(b);
     if (b.started_by_hook) ++last_started_in_backward_;
     b.pending.reset();
     b.ready = 0;
@@ -227,7 +269,10 @@ GradientAllReduce::Stats GradientAllReduce::stats() const {
   Stats out;
   out.buckets = static_cast<int64_t>(state_->buckets.size());
   out.started_in_backward = last_started_in_backward_;
-  for (const State::Bucket& b : state_->buckets) out.bytes += static_cast<int64_t>(b.buffer.size() * sizeof(float));
+  for (const State::Bucket& b : state_->buckets) {
+    out.bytes += static_cast<int64_t>(b.buffer.size());
+    if (is_half(b.dtype)) ++out.half_buckets;
+  }
   return out;
 }
 

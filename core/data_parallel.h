@@ -13,6 +13,7 @@
 // `bucket_bytes` (25 MB by default, as DDP). Each parameter's "gradient ready" hook (core/autograd.h)
 // counts; when the last gradient of a bucket is ready the bucket is packed (f32) and its all-reduce
 // starts at once, asynchronously, while backward goes on computing the earlier layers' gradients.
+// A bucket holds parameters of one wire dtype (GradientWire below).
 // finish() packs what is left, waits for every bucket and writes the sums back into the gradients.
 // Every hook also tests the buckets in flight (MPI moves non-blocking collectives only inside MPI
 // calls). A model that fits one bucket has nothing to overlap: its one all-reduce is a blocking one
@@ -32,7 +33,8 @@
 // hooks are ignored), set_sync(true) before the last one.
 //
 // Memory traffic per step: every gradient is read and written once more (pack, unpack), plus the
-// all-reduce's own traffic (about 2 (size-1)/size of the bucket bytes per rank for ring algorithms).
+// all-reduce's own traffic (about 2 (size-1)/size of the bucket bytes per rank for ring algorithms);
+// half gradients on a storage wire halve both.
 // CPU tensors only: between GPUs gradients travel through NCCL (issue 16's GPU half).
 #pragma once
 
@@ -52,12 +54,19 @@ void broadcast_from_root(Communicator& comm, const std::vector<Tensor>& tensors)
 // message of a rank that differs names each differing line with rank 0's value and its own.
 void check_same_run(Communicator& comm, const std::string& description);
 
+// What the gradients travel as. storage: each parameter's own dtype (half gradients of O2/O3 models
+// travel as f16/bf16, half the bytes; summed in f32 and rounded per step of the reduction); f32:
+// everything widened to f32 (and rounded once, when written back). f64 stays f64 either way.
+enum class GradientWire { storage, f32 };
+DType gradient_wire_dtype(DType param, GradientWire wire);
+
 class GradientAllReduce {
  public:
   static constexpr int64_t kDefaultBucketBytes = 25LL << 20;
 
   // `params` in registration order (Module::parameters()); every one on the CPU.
-  GradientAllReduce(Communicator& comm, std::vector<Tensor> params, int64_t bucket_bytes = kDefaultBucketBytes);
+  GradientAllReduce(Communicator& comm, std::vector<Tensor> params, int64_t bucket_bytes = kDefaultBucketBytes,
+                    GradientWire wire = GradientWire::storage);
   ~GradientAllReduce();
   GradientAllReduce(const GradientAllReduce&) = delete;
   GradientAllReduce& operator=(const GradientAllReduce&) = delete;
@@ -69,7 +78,8 @@ class GradientAllReduce {
   struct Stats {
     int64_t buckets = 0;                // how many buckets the parameters form
     int64_t started_in_backward = 0;    // of the last finish(): buckets whose all-reduce a hook started
-    int64_t bytes = 0;                  // bytes all-reduced per step (f32 gradients + one flag per parameter)
+    int64_t bytes = 0;                  // bytes all-reduced per step (gradients + one flag per parameter)
+    int64_t half_buckets = 0;           // buckets that travel as f16/bf16
   };
   Stats stats() const;
 

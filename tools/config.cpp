@@ -71,6 +71,7 @@ std::vector<Entry> schema(Config& c) {
       {"TRAIN.detect_anomaly", &c.TRAIN.detect_anomaly, "name the first op whose output or gradient is inf/NaN (ours; --detect-anomaly)"},
       {"TRAIN.sub_batches_per_rank", &c.TRAIN.sub_batches_per_rank, "sub-batches (of batch_size_per_gpu images) each rank runs per step, their gradients averaged: one process reproduces N GPUs' batch (ours)"},
       {"TRAIN.sync_bn", &c.TRAIN.sync_bn, "with several ranks, BatchNorm statistics over all ranks' sub-batches, as upstream's SyncBN; false = per rank (ours)"},
+      {"TRAIN.allreduce_dtype", &c.TRAIN.allreduce_dtype, "with several ranks, gradients travel in their storage dtype (storage: f16/bf16 for half models, half the bytes) or widened to f32 (ours)"},
       {"TRAIN.bucket_mb", &c.TRAIN.bucket_mb, "with several ranks, gradients are all-reduced in buckets of this many MB, during backward (ours)"},
       {"VAL.batch_size", &c.VAL.batch_size, "evaluation batch size (1, as upstream)"},
       {"VAL.visualize", &c.VAL.visualize, "write image | ground truth | prediction PNGs to DIR/result"},

@@ -65,6 +65,7 @@ struct Config {
     int64_t sub_batches_per_rank = 1; // sub-batches each rank runs per iteration, one after another
     bool sync_bn = true;              // BatchNorm statistics over all ranks (upstream's SyncBN)
     double bucket_mb = 25;            // gradient all-reduce bucket size
+    std::string allreduce_dtype = "storage";  // gradients travel in their storage dtype, or "f32"
   } TRAIN;
   struct {
     int64_t batch_size = 1;

@@ -178,6 +178,10 @@ TrainSummary run_training(const Config& cfg, const CommonFlags& flags, const Tra
   SEG_CHECK(cfg.TRAIN.sub_batches_per_rank >= 1 && cfg.TRAIN.sub_batches_per_rank <= 64, usage,
             "TRAIN.sub_batches_per_rank must be in 1..64, got ", cfg.TRAIN.sub_batches_per_rank);
   SEG_CHECK(cfg.TRAIN.bucket_mb > 0, usage, "TRAIN.bucket_mb must be positive, got ", cfg.TRAIN.bucket_mb);
+  if (cfg.TRAIN.allreduce_dtype != "storage" && cfg.TRAIN.allreduce_dtype != "f32")
+    throw Error(ErrorKind::usage, "TRAIN.allreduce_dtype '" + cfg.TRAIN.allreduce_dtype + "': storage or f32")
+        .key("TRAIN.allreduce_dtype")
+        .hint("storage (the default) sends half gradients as half; f32 widens them");
   if (ranks > 1 && !device.is_cpu())
     throw Error(ErrorKind::usage, str("training on ", device.str(), " with ", ranks,
                                       " MPI ranks needs NCCL between the GPUs, which is not built yet (issue 16)"))
@@ -289,7 +293,8 @@ TrainSummary run_training(const Config& cfg, const CommonFlags& flags, const Tra
   std::optional<GradientAllReduce> allreduce;
   std::optional<CommBatchNormReducer> sync_bn;
   if (ranks > 1) {
-    allreduce.emplace(comm, model->parameters(), static_cast<int64_t>(cfg.TRAIN.bucket_mb * 1024 * 1024));
+    allreduce.emplace(comm, model->parameters(), static_cast<int64_t>(cfg.TRAIN.bucket_mb * 1024 * 1024),
+                      cfg.TRAIN.allreduce_dtype == "f32" ? GradientWire::f32 : GradientWire::storage);
     if (cfg.TRAIN.sync_bn) {
       sync_bn.emplace(comm);
       use_sync_bn(model->batch_norms(), &*sync_bn);
@@ -297,10 +302,12 @@ TrainSummary run_training(const Config& cfg, const CommonFlags& flags, const Tra
     const GradientAllReduce::Stats st = allreduce->stats();
     char line[400];
     std::snprintf(line, sizeof line,
-                  "data parallel: %s; %d ranks x %lld sub-batch(es) of %lld images; gradients all-reduced in %lld "
-                  "bucket(s) of <= %.0f MB during backward; BatchNorm %s",
+                  "data parallel: %s; %d ranks x %lld sub-batch(es) of %lld images; gradients (%.1f MB, %s) all-reduced "
+                  "in %lld bucket(s) of <= %.0f MB during backward; BatchNorm %s",
                   comm.describe().c_str(), ranks, static_cast<long long>(per_rank),
-                  static_cast<long long>(cfg.TRAIN.batch_size_per_gpu), static_cast<long long>(st.buckets), cfg.TRAIN.bucket_mb,
+                  static_cast<long long>(cfg.TRAIN.batch_size_per_gpu), static_cast<double>(st.bytes) / (1024.0 * 1024.0),
+                  st.half_buckets > 0 ? (st.half_buckets == st.buckets ? "half" : "half and f32") : "f32",
+                  static_cast<long long>(st.buckets), cfg.TRAIN.bucket_mb,
                   cfg.TRAIN.sync_bn ? "synchronised over the ranks (TRAIN.sync_bn)" : "per rank (TRAIN.sync_bn false)");
     say(line);
   } else if (per_rank > 1) {

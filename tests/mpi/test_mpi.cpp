@@ -4,7 +4,8 @@
 // a collective; the communicator's watchdog would end it, but with a worse message).
 //
 // What is proved here, against one process computing the same thing alone:
-//   * the communicator's collectives (sums, max, gather, broadcast, asynchronous sums);
+//   * the communicator's collectives (sums of f32/f64/f16/bf16, max, gather, broadcast,
+//     asynchronous sums); half gradients on either wire;
 //   * one data-parallel step: the all-reduced (pre-divided) gradients equal one process's gradients
 //     of both sub-batches accumulated (upstream's multi-GPU step) bit for bit, and the buckets start
 //     during backward;
@@ -94,6 +95,48 @@ TEST_CASE("the MPI communicator: sums, max, all-gather, broadcast and asynchrono
   CHECK(flag == 1);
   CHECK(c.allgather(static_cast<uint64_t>(10 + c.rank())) == std::vector<uint64_t>{10, 11});
   CHECK(c.broadcast_string(c.rank() == 0 ? "from rank 0" : "ignored", 0) == "from rank 0");
+}
+
+TEST_CASE("f16 and bf16 sums over 2 ranks: added in f32 and rounded once, blocking and asynchronous") {
+  Communicator& c = world();
+  const int n = 1000;
+  auto value = [](int rank, int i) { return (rank == 0 ? 1.0f : -0.3f) * static_cast<float>(i % 97) * 0.37f + 0.001f * i; };
+  auto check = [&](auto tag, DType dt, bool async) {
+    using H = decltype(tag);
+    std::vector<H> v(n);
+    for (int i = 0; i < n; ++i) v[i] = H(value(c.rank(), i));
+    if (async) c.allreduce_sum_async_typed(v.data(), n, dt)->wait();
+    else c.allreduce_sum_typed(v.data(), n, dt);
+    int64_t wrong = 0;
+    for (int i = 0; i < n; ++i) {
+      const H want(static_cast<float>(H(value(0, i))) + static_cast<float>(H(value(1, i))));
+      wrong += v[i].bits == want.bits ? 0 : 1;
+    }
+    CHECK_MESSAGE(wrong == 0, dtype_name(dt) << (async ? " async" : " blocking") << ": " << wrong << " wrong");
+  };
+  for (bool async : {false, true}) {
+    check(f16{}, DType::f16, async);
+    check(bf16{}, DType::bf16, async);
+  }
+}
+
+TEST_CASE("half gradients travel as half (storage wire) or as f32, and come back in their dtype") {
+  Communicator& c = world();
+  for (GradientWire wire : {GradientWire::storage, GradientWire::f32}) {
+    CAPTURE(static_cast<int>(wire));
+    Tensor h = Tensor::from_vector<float>({3}, {1, 2, 3}).to(DType::f16).set_requires_grad(true);
+    Tensor f = Tensor::from_vector<float>({2}, {1, 2}).set_requires_grad(true);
+    GradientAllReduce reducer(c, {h, f}, GradientAllReduce::kDefaultBucketBytes, wire);
+    h.set_grad(Tensor::from_vector<float>({3}, {0.25f, 1.5f, c.rank() == 0 ? 1000.0f : 24.0f}).to(DType::f16));
+    f.set_grad(Tensor::from_vector<float>({2}, {1.0f, c.rank() == 0 ? 0.5f : 0.25f}));
+    reducer.finish();
+    const GradientAllReduce::Stats st = reducer.stats();
+    CHECK(st.buckets == (wire == GradientWire::storage ? 2 : 1));  // one dtype per bucket
+    CHECK(st.half_buckets == (wire == GradientWire::storage ? 1 : 0));
+    CHECK(h.grad().dtype() == DType::f16);
+    CHECK(h.grad().to(DType::f32).to_vector<float>() == std::vector<float>{0.5f, 3.0f, 1024.0f});
+    CHECK(f.grad().to_vector<float>() == std::vector<float>{2.0f, 0.75f});
+  }
 }
 
 TEST_CASE("broadcast_from_root: every rank starts from rank 0's parameters and buffers") {

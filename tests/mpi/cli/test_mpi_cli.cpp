@@ -195,17 +195,26 @@ TEST_CASE("20 steps on 2 MPI ranks train exactly what one process trains with 2 
 TEST_CASE("O2 fp16 on 2 ranks: the same losses and loss-scale skips as one process with 2 sub-batches per step") {
   // Pre-divided gradients (core/data_parallel.h): each rank's half gradients are as large as one
   // process's micro-batch gradients, so the dynamic loss scale overflows at the same steps.
-  const std::string two = fresh_dir("mpi_o2_two"), one = fresh_dir("mpi_o2_one");
-  const RunResult r2 = run_mpi(2, train_args(two, 10, {"--amp", "O2", "TRAIN.sync_bn", "false"}));
-  CHECK_MESSAGE(r2.exit_code == 0, r2.output);
+  // Both wires: half gradients sent as f16 (the default) and widened to f32. Either way a rank's
+  // sum of two half gradients is rounded once to half, as one process's accumulation is.
+  const std::string one = fresh_dir("mpi_o2_one");
   const RunResult r1 = run_segtrain(train_args(one, 10, {"--amp", "O2", "TRAIN.sub_batches_per_rank", "2"}));
   CHECK_MESSAGE(r1.exit_code == 0, r1.output);
-  CHECK(losses(two).size() == 10);
-  CHECK(losses(two) == losses(one));
-  const std::vector<double> scales = history_column(two, 9);
-  CHECK(scales == history_column(one, 9));
-  CHECK(scales.front() == 65536.0);
-  CHECK(scales.back() < 65536.0);  // at least one overflow skipped on both ranks alike
+  for (const char* wire : {"storage", "f32"}) {
+    CAPTURE(wire);
+    const std::string two = fresh_dir(std::string("mpi_o2_two_") + wire);
+    const RunResult r2 =
+        run_mpi(2, train_args(two, 10, {"--amp", "O2", "TRAIN.sync_bn", "false", "TRAIN.allreduce_dtype", wire}));
+    CHECK_MESSAGE(r2.exit_code == 0, r2.output);
+    CHECK(r2.output.find(std::string(wire) == "f32" ? "MB, f32) all-reduced" : "MB, half and f32) all-reduced") !=
+          std::string::npos);
+    CHECK(losses(two).size() == 10);
+    CHECK(losses(two) == losses(one));
+    const std::vector<double> scales = history_column(two, 9);
+    CHECK(scales == history_column(one, 9));
+    CHECK(scales.front() == 65536.0);
+    CHECK(scales.back() < 65536.0);  // at least one overflow skipped on both ranks alike
+  }
 }
 
 TEST_CASE("SyncBN on 2 ranks trains; rank 0 alone writes the files, and eval on 2 ranks reports what one process does") {
