@@ -24,7 +24,12 @@ bool drop_empty_png_idat(const uint8_t* data, size_t size, std::vector<uint8_t>&
     if (length == 0 && std::memcmp(data + pos + 4, "IDAT", 4) == 0) empty.push_back(pos);
     pos += kChunkOverhead + static_cast<size_t>(length);
   }
-  if (empty.empty()) return false;
+  // The file may end inside an empty IDAT chunk's CRC (a truncated file): stb reads the length and
+  // the type, and copies the zero bytes to null just the same. Dropping that tail leaves a file stb
+  // refuses cleanly (no image data).
+  const bool truncated_empty_tail = size - pos >= 8 && size - pos < kChunkOverhead && big_endian32(data + pos) == 0 &&
+                                    std::memcmp(data + pos + 4, "IDAT", 4) == 0;
+  if (empty.empty() && !truncated_empty_tail) return false;
   out.clear();
   out.reserve(size - empty.size() * kChunkOverhead);
   size_t from = 0;
@@ -32,7 +37,7 @@ bool drop_empty_png_idat(const uint8_t* data, size_t size, std::vector<uint8_t>&
     out.insert(out.end(), data + from, data + at);
     from = at + kChunkOverhead;
   }
-  out.insert(out.end(), data + from, data + size);
+  out.insert(out.end(), data + from, data + (truncated_empty_tail ? pos : size));
   return true;
 }
 

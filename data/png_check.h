@@ -18,6 +18,8 @@ namespace seg::data {
 // When `data` is a PNG holding one or more zero-length IDAT chunks, writes the file without them to
 // `out` and returns true; otherwise (not a PNG, or nothing to drop) returns false and leaves `out`
 // alone. A chunk whose length runs past the end stops the walk: stb refuses the file there anyway.
+// A file that ends inside an empty IDAT chunk (length and type present, CRC cut off) loses that
+// tail too (the second fuzz finding of this kind).
 bool drop_empty_png_idat(const uint8_t* data, size_t size, std::vector<uint8_t>& out);
 
 }  // namespace seg::data

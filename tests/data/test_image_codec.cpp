@@ -213,4 +213,17 @@ TEST_CASE("a PNG with empty IDAT chunks decodes to the same pixels, and stb neve
   for (const seg::Error& e : {expect_error([&] { decode_image_rgb(bytes, "x.png"); }),
                               expect_error([&] { decode_label(bytes, "x.png"); })})
     CHECK(e.kind() == seg::ErrorKind::data);
+
+  // The second finding: the file ends inside an empty IDAT chunk (its CRC cut off after 2 bytes).
+  // The tail is dropped, and the file is a data error, not a memcpy to null.
+  std::vector<uint8_t> cut(plain.begin(), plain.begin() + static_cast<std::ptrdiff_t>(pos));
+  cut.insert(cut.end(), empty_idat.begin(), empty_idat.begin() + 10);
+  REQUIRE(drop_empty_png_idat(cut.data(), cut.size(), dropped));
+  CHECK(dropped == std::vector<uint8_t>(plain.begin(), plain.begin() + static_cast<std::ptrdiff_t>(pos)));
+  const std::string found2 = source_path("tests/fuzz/regressions/image/png_truncated_empty_idat_null_memcpy.png");
+  const std::vector<uint8_t> bytes2 = read_file_bytes(found2, "image");
+  REQUIRE(drop_empty_png_idat(bytes2.data(), bytes2.size(), dropped));
+  for (const seg::Error& e : {expect_error([&] { decode_image_rgb(bytes2, "x.png"); }),
+                              expect_error([&] { decode_label(bytes2, "x.png"); })})
+    CHECK(e.kind() == seg::ErrorKind::data);
 }
