@@ -97,15 +97,21 @@ T parallel_reduce(int64_t begin, int64_t end, int64_t grain, T init, ChunkFn&& c
   if (n <= 0) return init;
   grain = std::max<int64_t>(grain, 1);
   const int64_t chunks = (n + grain - 1) / grain;
-  std::vector<T> partial(static_cast<size_t>(chunks), init);
+  // One whole object per chunk: std::vector<bool> would pack the partial results of different
+  // threads into one word, and their writes would race (TSan found it on the found-inf check of
+  // the loss scaler: a lost bit is an overflow not skipped).
+  struct Slot {
+    T value;
+  };
+  std::vector<Slot> partial(static_cast<size_t>(chunks), Slot{init});
   parallel_for(0, chunks, 1, [&](int64_t c0, int64_t c1) {
     for (int64_t c = c0; c < c1; ++c) {
       const int64_t lo = begin + c * grain;
-      partial[static_cast<size_t>(c)] = chunk_fn(lo, std::min(end, lo + grain));
+      partial[static_cast<size_t>(c)].value = chunk_fn(lo, std::min(end, lo + grain));
     }
   });
   T acc = init;
-  for (const T& p : partial) acc = combine(acc, p);
+  for (const Slot& p : partial) acc = combine(acc, p.value);
   return acc;
 }
 

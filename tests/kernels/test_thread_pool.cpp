@@ -101,3 +101,18 @@ TEST_CASE("many small runs in a row (pool reuse, no lost wake-ups)") {
   }
   CHECK(sum == 5000 * 1 + 2 * (4999 * 5000 / 2));
 }
+
+// A bool reduction (the loss scaler's found-inf check, kernels/cpu/amp.cpp) with neighbouring chunks
+// on different threads: the partial results must not share a word (std::vector<bool> did, and TSan
+// reported the threads' writes racing; a lost bit is an overflow that is not skipped).
+TEST_CASE("parallel_reduce of bools: every chunk's result counts, with several threads") {
+  const int saved = num_threads();
+  set_num_threads(2);
+  for (int64_t hit = 0; hit < 64; ++hit) {
+    const bool any = parallel_reduce(
+        int64_t{0}, int64_t{64}, 1, false, [&](int64_t lo, int64_t hi) { return lo <= hit && hit < hi; },
+        [](bool a, bool b) { return a || b; });
+    CHECK_MESSAGE(any, "the chunk of element " << hit << " was lost");
+  }
+  set_num_threads(saved);
+}
