@@ -79,6 +79,7 @@ inline RunResult run_segtrain(const std::vector<std::string>& args) {
     // ASan's allocator aborts on a huge request by default; segtrain's own out-of-memory handling
     // (tested below) needs the request to fail with null, as the system allocator does.
     ::setenv("ASAN_OPTIONS", "allocator_may_return_null=1", 0);
+    ::setenv("TSAN_OPTIONS", "allocator_may_return_null=1", 0);  // the TSan build of the CLI suite too
 #endif
     ::execv(bin.c_str(), argv.data());
     std::_Exit(127);
