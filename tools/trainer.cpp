@@ -98,16 +98,17 @@ std::string run_description(const Config& cfg, Device device) {
   return out;
 }
 
-// Every tensor that must start equal on all ranks: parameters, then buffers (running statistics).
-std::vector<Tensor> model_state(const SegmentationModule& model) {
-  std::vector<Tensor> out = model.parameters();
+std::vector<Tensor> model_buffers(const SegmentationModule& model) {
+  std::vector<Tensor> out;
   for (const NamedTensor& b : model.named_buffers()) out.push_back(*b.tensor);
   return out;
 }
 
-std::vector<Tensor> model_buffers(const SegmentationModule& model) {
-  std::vector<Tensor> out;
-  for (const NamedTensor& b : model.named_buffers()) out.push_back(*b.tensor);
+// Every tensor that must start equal on all ranks: parameters, then buffers (running statistics).
+std::vector<Tensor> model_state(const SegmentationModule& model) {
+  std::vector<Tensor> out = model.parameters();
+  const std::vector<Tensor> buffers = model_buffers(model);
+  out.insert(out.end(), buffers.begin(), buffers.end());
   return out;
 }
 
@@ -348,7 +349,7 @@ TrainSummary run_training(const Config& cfg, const CommonFlags& flags, const Tra
     }
   };
   auto commit = [&](int64_t step) {
-    if (rank == 0) saving(step, [&] {
+    saving(step, [&] {  // a no-op on ranks other than 0
       set.files["history.json"] = history.save(cfg.DIR);
       save_train_state(train_state_path(cfg.DIR), *model, opt_pair.encoder, opt_pair.decoder, scaler, step, cfg,
                        summary.best_miou, set, sub_batches);

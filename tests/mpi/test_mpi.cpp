@@ -27,10 +27,12 @@
 #include "models/registry.h"
 #include "models/segmentation_module.h"
 #include "tests/common/compare_tensor.h"
+#include "tests/layers/test_helpers.h"
 
 using namespace seg;
 using seg::test::compare;
 using seg::test::Comparison;
+using seg::test::randn;
 using seg::test::Tolerance;
 
 std::string seg_test_skip_reason() {
@@ -41,13 +43,6 @@ std::string seg_test_skip_reason() {
 }
 
 namespace {
-
-Tensor randn(const Shape& shape, DType dt, uint64_t seed, double scale = 1.0) {
-  PhiloxStream rng(seed, RngPurpose::test);
-  Tensor t = Tensor::empty(shape, DType::f64, Device::cpu());
-  for (int64_t i = 0; i < t.numel(); ++i) t.data<double>()[i] = scale * rng.normal();
-  return t.to(dt);
-}
 
 Tensor random_labels(const Shape& shape, int64_t classes, uint64_t seed) {
   PhiloxStream rng(seed, RngPurpose::test);

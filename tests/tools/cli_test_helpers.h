@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -60,19 +61,19 @@ struct RunResult {
   std::string output;  // stdout and stderr
 };
 
-// Runs the segtrain binary with args (no shell), capturing its output.
-inline RunResult run_segtrain(const std::vector<std::string>& args) {
-  const std::string out = scratch_path("segtrain_output.txt");
+// Starts `program args...` (no shell) with stdout and stderr into the file `output`; `in_child`
+// runs in the child before exec (a resource limit, say). The one fork/exec of the CLI tests.
+inline pid_t spawn_program(const std::string& program, const std::vector<std::string>& args, const std::string& output,
+                           const std::function<void()>& in_child = {}) {
   std::fflush(stdout);  // else the child flushes the parent's buffered output into its own file
   std::fflush(stderr);
   const pid_t pid = ::fork();
   if (pid == 0) {
-    FILE* f = std::freopen(out.c_str(), "w", stdout);
-    (void)f;
+    if (!std::freopen(output.c_str(), "w", stdout)) std::_Exit(126);
     ::dup2(STDOUT_FILENO, STDERR_FILENO);
+    if (in_child) in_child();
     std::vector<char*> argv;
-    const std::string bin = segtrain_binary();
-    argv.push_back(const_cast<char*>(bin.c_str()));
+    argv.push_back(const_cast<char*>(program.c_str()));
     for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);
 #ifdef SEG_SANITIZE_BUILD
@@ -81,9 +82,16 @@ inline RunResult run_segtrain(const std::vector<std::string>& args) {
     ::setenv("ASAN_OPTIONS", "allocator_may_return_null=1", 0);
     ::setenv("TSAN_OPTIONS", "allocator_may_return_null=1", 0);  // the TSan build of the CLI suite too
 #endif
-    ::execv(bin.c_str(), argv.data());
+    ::execv(program.c_str(), argv.data());
     std::_Exit(127);
   }
+  return pid;
+}
+
+// Runs the segtrain binary with args (no shell), capturing its output.
+inline RunResult run_segtrain(const std::vector<std::string>& args) {
+  const std::string out = scratch_path("segtrain_output.txt");
+  const pid_t pid = spawn_program(segtrain_binary(), args, out);
   int status = 0;
   ::waitpid(pid, &status, 0);
   RunResult r;

@@ -58,22 +58,7 @@ std::vector<std::string> train_args(const std::string& dir, int epochs, int iter
 // Starts segtrain with stdout+stderr into `output`; `in_child` runs in the child before exec.
 pid_t spawn_segtrain(const std::vector<std::string>& args, const std::string& output,
                      const std::function<void()>& in_child = {}) {
-  std::fflush(stdout);
-  std::fflush(stderr);
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    if (!std::freopen(output.c_str(), "w", stdout)) std::_Exit(126);
-    ::dup2(STDOUT_FILENO, STDERR_FILENO);
-    if (in_child) in_child();
-    std::vector<char*> argv;
-    const std::string bin = seg::test::segtrain_binary();
-    argv.push_back(const_cast<char*>(bin.c_str()));
-    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    ::execv(bin.c_str(), argv.data());
-    std::_Exit(127);
-  }
-  return pid;
+  return seg::test::spawn_program(seg::test::segtrain_binary(), args, output, in_child);
 }
 
 std::string read_text(const std::string& path) {

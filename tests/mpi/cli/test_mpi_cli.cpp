@@ -49,24 +49,11 @@ struct Started {
   std::string output_path;
 };
 
-// Starts `program args...` with stdout+stderr to a file.
+// Starts `program args...` with stdout+stderr to a file named after `name`.
 Started start(const std::string& program, const std::vector<std::string>& args, const std::string& name) {
   Started s;
   s.output_path = scratch_path(name + "_output.txt");
-  std::fflush(stdout);
-  std::fflush(stderr);
-  s.pid = ::fork();
-  if (s.pid == 0) {
-    FILE* f = std::freopen(s.output_path.c_str(), "w", stdout);
-    (void)f;
-    ::dup2(STDOUT_FILENO, STDERR_FILENO);
-    std::vector<char*> argv;
-    argv.push_back(const_cast<char*>(program.c_str()));
-    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    ::execv(program.c_str(), argv.data());
-    std::_Exit(127);
-  }
+  s.pid = spawn_program(program, args, s.output_path);
   return s;
 }
 
@@ -96,19 +83,33 @@ RunResult finish(const Started& s, double seconds) {
   return r;
 }
 
-RunResult run_mpi(int ranks, const std::vector<std::string>& segtrain_args, double seconds = 300) {
+// mpirun's arguments for `ranks` ranks of segtrain with `segtrain_args`.
+std::vector<std::string> mpi_command(int ranks, const std::vector<std::string>& segtrain_args) {
   std::vector<std::string> args = mpirun_args(ranks);
   args.push_back(segtrain_binary());
   args.insert(args.end(), segtrain_args.begin(), segtrain_args.end());
-  return finish(start(SEG_MPIEXEC, args, "mpirun"), seconds);
+  return args;
 }
 
-std::vector<std::string> train_args(const std::string& dir, int steps, const std::vector<std::string>& extra = {}) {
+RunResult run_mpi(int ranks, const std::vector<std::string>& segtrain_args, double seconds = 300) {
+  return finish(start(SEG_MPIEXEC, mpi_command(ranks, segtrain_args), "mpirun"), seconds);
+}
+
+// `segtrain train` for `epochs` epochs of `iters` steps with the suite's tiny overrides and `extra`
+// (flags or KEY VALUE pairs) after them; the failure tests stop such a run long before its end.
+std::vector<std::string> long_train_args(const std::string& dir, int epochs, int iters,
+                                         const std::vector<std::string>& extra = {}) {
   std::vector<std::string> a = {"train", "--cfg", config_file(), "--threads", "1"};
-  for (const std::string& o : tiny_overrides(dir, 1, steps)) a.push_back(o);
-  a.insert(a.end(), {"TRAIN.disp_iter", "1", "TRAIN.workers", "1"});
+  for (const std::string& o : tiny_overrides(dir, epochs, iters)) a.push_back(o);
   a.insert(a.end(), extra.begin(), extra.end());
   return a;
+}
+
+// One epoch of `steps` steps, each logged, one loader worker.
+std::vector<std::string> train_args(const std::string& dir, int steps, const std::vector<std::string>& extra = {}) {
+  std::vector<std::string> more = {"TRAIN.disp_iter", "1", "TRAIN.workers", "1"};
+  more.insert(more.end(), extra.begin(), extra.end());
+  return long_train_args(dir, 1, steps, more);
 }
 
 // One column of history.csv (one row per logged step): 3 = loss, 9 = loss scale.
@@ -287,13 +288,8 @@ TEST_CASE("ranks started with different configs stop at once, naming the key and
 
 TEST_CASE("a rank killed with SIGKILL ends the job within seconds, mpirun naming the rank; the checkpoint stays") {
   const std::string dir = fresh_dir("mpi_killed");
-  std::vector<std::string> args = mpirun_args(2);
-  args.push_back(segtrain_binary());
   // Epochs of 2 steps, so a complete checkpoint exists early; far more steps than it will run.
-  std::vector<std::string> train = {"train", "--cfg", config_file(), "--threads", "1"};
-  for (const std::string& o : tiny_overrides(dir, 500, 2)) train.push_back(o);
-  args.insert(args.end(), train.begin(), train.end());
-  const Started s = start(SEG_MPIEXEC, args, "killed");
+  const Started s = start(SEG_MPIEXEC, mpi_command(2, long_train_args(dir, 500, 2)), "killed");
   // Wait for the first checkpoint, then find rank 1 and kill it.
   const pid_t victim = wait_for_rank(dir, 1);
   REQUIRE_MESSAGE(victim > 0, "rank 1 of the run was not found");
@@ -307,22 +303,15 @@ TEST_CASE("a rank killed with SIGKILL ends the job within seconds, mpirun naming
   CHECK(r.output.find("exited on signal 9") != std::string::npos);
   MESSAGE("mpirun ended " << seconds << " s after rank 1 was killed");
   // The last complete checkpoint is intact: the run resumes from it (a short continuation).
-  std::vector<std::string> resume = {"train", "--cfg", config_file(), "--threads", "1", "--resume", "--stop-after", "1"};
-  for (const std::string& o : tiny_overrides(dir, 500, 2)) resume.push_back(o);
-  const RunResult again = run_mpi(2, resume, 120);
+  const RunResult again = run_mpi(2, long_train_args(dir, 500, 2, {"--resume", "--stop-after", "1"}), 120);
   CHECK_MESSAGE(again.exit_code == 0, again.output);
   CHECK(again.output.find("resumed from") != std::string::npos);
 }
 
 TEST_CASE("Ctrl-C on mpirun: the ranks stop after the same step and rank 0 saves a resumable state") {
   const std::string dir = fresh_dir("mpi_ctrl_c");
-  std::vector<std::string> args = mpirun_args(2);
-  args.push_back(segtrain_binary());
-  std::vector<std::string> train = {"train", "--cfg", config_file(), "--threads", "1"};
-  for (const std::string& o : tiny_overrides(dir, 100, 20)) train.push_back(o);
-  train.insert(train.end(), {"TRAIN.disp_iter", "1"});
-  args.insert(args.end(), train.begin(), train.end());
-  const Started s = start(SEG_MPIEXEC, args, "ctrl_c");
+  const std::vector<std::string> train = long_train_args(dir, 100, 20, {"TRAIN.disp_iter", "1"});
+  const Started s = start(SEG_MPIEXEC, mpi_command(2, train), "ctrl_c");
   // Wait until a few steps are logged (rank 0 prints one line per step), then interrupt mpirun.
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
   for (;;) {
@@ -348,12 +337,7 @@ TEST_CASE("Ctrl-C on mpirun: the ranks stop after the same step and rank 0 saves
 
 TEST_CASE("a rank that stops answering ends the job after --comm-timeout, the waiting rank naming the collective") {
   const std::string dir = fresh_dir("mpi_stalled");
-  std::vector<std::string> args = mpirun_args(2);
-  args.push_back(segtrain_binary());
-  std::vector<std::string> train = {"train", "--cfg", config_file(), "--threads", "1", "--comm-timeout", "3"};
-  for (const std::string& o : tiny_overrides(dir, 500, 2)) train.push_back(o);
-  args.insert(args.end(), train.begin(), train.end());
-  const Started s = start(SEG_MPIEXEC, args, "stalled");
+  const Started s = start(SEG_MPIEXEC, mpi_command(2, long_train_args(dir, 500, 2, {"--comm-timeout", "3"})), "stalled");
   const pid_t victim = wait_for_rank(dir, 1);
   REQUIRE_MESSAGE(victim > 0, "rank 1 of the run was not found");
   ::kill(victim, SIGSTOP);  // alive but silent: rank 0 waits in its next collective
