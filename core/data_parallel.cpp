@@ -7,6 +7,7 @@
 
 #include "core/autograd.h"
 #include "core/error.h"
+#include "core/fileio.h"
 
 namespace seg {
 
@@ -23,12 +24,6 @@ void broadcast_from_root(Communicator& comm, const std::vector<Tensor>& tensors)
 
 namespace {
 
-uint64_t fnv1a(const std::string& s) {
-  uint64_t h = 1469598103934665603ULL;
-  for (unsigned char c : s) h = (h ^ c) * 1099511628211ULL;
-  return h;
-}
-
 std::vector<std::string> lines_of(const std::string& s) {
   std::vector<std::string> out;
   std::istringstream in(s);
@@ -42,7 +37,7 @@ std::string key_of(const std::string& line) { return line.substr(0, line.find(" 
 
 void check_same_run(Communicator& comm, const std::string& description) {
   if (comm.size() == 1) return;
-  const std::vector<uint64_t> hashes = comm.allgather(fnv1a(description));
+  const std::vector<uint64_t> hashes = comm.allgather(digest_of(description.data(), description.size()).hash);
   std::vector<int> differing;
   for (int r = 1; r < comm.size(); ++r)
     if (hashes[static_cast<size_t>(r)] != hashes[0]) differing.push_back(r);
