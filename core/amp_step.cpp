@@ -22,13 +22,20 @@ StepOutcome unscale_and_step(LossScaler& scaler, const std::vector<SGD*>& optimi
   if (scaler.enabled()) {
     Tensor flag = Tensor::zeros({1}, DType::i32, device);
     for (SGD* opt : optimizers) opt->unscale_grads(scaler.inv_scale(), flag);
+    // Between GPUs the flag's max travels on the device, queued before the step's one read-back,
+    // so knowing that some rank overflowed costs no second host wait.
+    const bool reduce_on_device = comm != nullptr && comm->size() > 1 && comm->device() == device && device.is_cuda();
+    if (reduce_on_device) {
+      prof::Range range("step.found_inf_allreduce");
+      comm->allreduce_max(flag.data<int32_t>(), 1);
+    }
     const size_t slot = rb.add(flag);
     {
       prof::Range range("step.readback");
       rb.fetch();
     }
     int32_t flag_any = rb.host(slot).data<int32_t>()[0] != 0 ? 1 : 0;
-    if (comm != nullptr && comm->size() > 1) {
+    if (comm != nullptr && comm->size() > 1 && !reduce_on_device) {
       prof::Range range("step.found_inf_allreduce");
       comm->allreduce_max(&flag_any, 1);
     }

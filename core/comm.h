@@ -4,14 +4,18 @@
 //   single process   size 1, every collective is the identity (core/comm.cpp)
 //   MPI              N CPU processes started by mpirun, on one machine or several (core/comm_mpi.cpp,
 //                    built when CMake finds MPI: -DSEG_MPI=ON, the default with OpenMPI installed)
-// NCCL between GPUs comes later (issue 16's GPU half).
+//   NCCL             GPUs: one process with a thread per GPU, or one process per GPU under mpirun
+//                    (core/comm_nccl.cpp; collectives are queued on the device's current stream)
 //
 // world() picks the backend once per process: MPI when the process was started by mpirun (Open MPI
 // sets OMPI_COMM_WORLD_SIZE; PMI_SIZE / PMIX_RANK for other launchers) and the build has MPI, the
 // single process otherwise. A plain `segtrain train` therefore never initialises MPI.
 //
 // Every collective is blocking unless its name says otherwise, and every rank must call the same
-// collectives in the same order (as in MPI). Buffers are host memory: CPU tensors' data.
+// collectives in the same order (as in MPI). Buffers are the memory of device(): host memory for the
+// single process and MPI; for NCCL the GPU's memory, where "blocking" means ordered on the device's
+// current stream (work queued after the call sees the result, the host does not wait). An NCCL
+// communicator also takes small host buffers (the run check, the stop flag), staged and waited for.
 #pragma once
 
 #include <cstdint>
@@ -19,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "core/device.h"
 #include "core/dtype.h"
 
 namespace seg {
@@ -31,6 +36,8 @@ class Communicator {
   virtual int size() const = 0;
   // For the start-up line: "single process" or "MPI (Open MPI v4.1.4): rank 0 of 2, host a".
   virtual std::string describe() const = 0;
+  // Where the collectives' buffers live (the CPU, or this rank's GPU).
+  virtual Device device() const { return Device::cpu(); }
 
   // In place: data[i] = sum over ranks of data[i], for n values of `dtype` (f32, f64, f16, bf16;
   // the 16-bit ones are added in f32 and rounded back at each step of the reduction, so a sum of
@@ -86,5 +93,14 @@ void abort_all_ranks_on_error(int exit_code);
 
 // A communicator of size 1 (tests, and world() outside mpirun).
 std::unique_ptr<Communicator> make_single_process_communicator();
+
+// True when this build has NCCL (the CUDA build with SEG_NCCL, or the simulator's NCCL in tests).
+bool built_with_nccl();
+// One process, one thread per GPU (ncclCommInitAll): element i is rank i, driving cuda:devices[i];
+// hand each to the thread of its GPU. Error(usage) in a build without NCCL.
+std::vector<std::unique_ptr<Communicator>> make_nccl_communicators(const std::vector<int>& devices);
+// One process per GPU under mpirun (ncclCommInitRank): rank 0's unique id travels over `processes`,
+// and this process's rank drives cuda:device. Every process of `processes` must call it.
+std::unique_ptr<Communicator> make_nccl_communicator(Communicator& processes, int device);
 
 }  // namespace seg

@@ -16,8 +16,8 @@ namespace seg {
 void broadcast_from_root(Communicator& comm, const std::vector<Tensor>& tensors) {
   if (comm.size() == 1) return;
   for (const Tensor& t : tensors) {
-    SEG_CHECK(t.device().is_cpu() && t.is_contiguous(), runtime, "broadcast_from_root: ", t.str(),
-              " must be a contiguous CPU tensor (between GPUs parameters travel through NCCL)");
+    SEG_CHECK(t.device() == comm.device() && t.is_contiguous(), runtime, "broadcast_from_root: ", t.str(),
+              " must be a contiguous tensor on ", comm.device().str(), ", where the communicator's buffers live");
     comm.broadcast(t.data_ptr(), static_cast<int64_t>(t.nbytes()), 0);
   }
 }
@@ -105,7 +105,8 @@ struct GradientAllReduce::State {
     std::vector<size_t> params;        // indices into State::params, in the order they are packed
     std::vector<int64_t> offsets;      // of each parameter's values in `buffer`, in values
     int64_t values = 0;                // gradient values (the flags follow them)
-    std::vector<unsigned char> buffer; // values, then one has-gradient flag per parameter
+    std::vector<unsigned char> buffer; // values, then one has-gradient flag per parameter (CPU)
+    Tensor device_buffer;              // values only, 1-D, on the GPU (NCCL communicators)
     size_t ready = 0;                  // hooks seen this step
     std::unique_ptr<Communicator::Pending> pending;
     bool started_by_hook = false;
@@ -113,7 +114,14 @@ struct GradientAllReduce::State {
 
     size_t element() const { return dtype_size(dtype); }
     unsigned char* value_at(int64_t i) { return buffer.data() + static_cast<size_t>(i) * element(); }
-    int64_t count() const { return values + static_cast<int64_t>(params.size()); }
+    bool on_device() const { return device_buffer.defined(); }
+    int64_t count() const { return values + (on_device() ? 0 : static_cast<int64_t>(params.size())); }
+    void* data() { return on_device() ? device_buffer.data_ptr() : static_cast<void*>(buffer.data()); }
+    // The values of its k-th parameter in the device buffer, shaped like it.
+    Tensor device_slot(size_t k, const Shape& shape) const {
+      const int64_t n = shape.numel();
+      return device_buffer.slice(0, offsets[k], offsets[k] + n).view(shape);
+    }
   };
 
   Communicator& comm;
@@ -126,6 +134,7 @@ struct GradientAllReduce::State {
 
   // Packs the bucket's gradients (in its dtype) and its has-gradient flags into its buffer.
   void pack(Bucket& b) {
+    if (b.on_device()) return pack_device(b);
     for (size_t k = 0; k < b.params.size(); ++k) {
       const Tensor& p = params[b.params[k]];
       const Tensor& g = p.grad();
@@ -141,9 +150,22 @@ struct GradientAllReduce::State {
     }
   }
 
+  // On a GPU the copies are kernels on the compute stream, queued in the order of backward: no host
+  // wait. There are no has-gradient flags (reading them would cost a device-to-host wait per
+  // bucket): a parameter without a gradient here adds zeros, and after finish() every parameter
+  // has the summed gradient, zeros where no rank had one.
+  void pack_device(Bucket& b) {
+    for (size_t k = 0; k < b.params.size(); ++k) {
+      const Tensor& p = params[b.params[k]];
+      Tensor slot = b.device_slot(k, p.shape());
+      if (p.grad().defined()) slot.copy_(p.grad());
+      else slot.zero_();
+    }
+  }
+
   void pack_and_start(Bucket& b) {
     pack(b);
-    b.pending = comm.allreduce_sum_async_typed(b.buffer.data(), b.count(), b.dtype);
+    b.pending = comm.allreduce_sum_async_typed(b.data(), b.count(), b.dtype);
   }
 
   // MPI advances non-blocking collectives only inside MPI calls: every hook gives the buckets
@@ -168,8 +190,22 @@ struct GradientAllReduce::State {
     }
   }
 
+  void unpack_device(Bucket& b) {
+    for (size_t k = 0; k < b.params.size(); ++k) {
+      Tensor& p = params[b.params[k]];
+      const Tensor slot = b.device_slot(k, p.shape());
+      if (p.grad().defined()) {
+        Tensor dst = p.grad();
+        dst.copy_(slot);  // f32 on the wire, half gradient: rounded once, here
+      } else {
+        p.set_grad(slot.to(p.dtype()).clone());  // its own storage, not a view of the bucket
+      }
+    }
+  }
+
   // Writes the bucket's sums back into the gradients (in their storage dtype).
   void unpack(Bucket& b) {
+    if (b.on_device()) return unpack_device(b);
     for (size_t k = 0; k < b.params.size(); ++k) {
       Tensor& p = params[b.params[k]];
       if (!get_flag(b.value_at(b.values + static_cast<int64_t>(k)), b.dtype)) continue;  // no rank had one: keep none
@@ -202,17 +238,18 @@ GradientAllReduce::GradientAllReduce(Communicator& comm, std::vector<Tensor> par
   // Reverse registration order: backward produces the last layers' gradients first. A bucket holds
   // one wire dtype (under O2 the BatchNorm parameters stay f32 between half convolutions).
   State::Bucket current;
+  const Device device = comm.device();
   auto close = [&] {
     if (current.params.empty()) return;
-    current.buffer.assign(static_cast<size_t>(current.count()) * current.element(), 0);
+    if (device.is_cuda()) current.device_buffer = Tensor::zeros({current.values}, current.dtype, device);
+    else current.buffer.assign(static_cast<size_t>(current.count()) * current.element(), 0);
     s.buckets.push_back(std::move(current));
     current = State::Bucket{};
   };
   for (size_t i = s.params.size(); i-- > 0;) {
     const Tensor& p = s.params[i];
-    SEG_CHECK(p.device().is_cpu(), device, "data-parallel gradients of ", p.str(),
-              ": only CPU tensors travel through the MPI communicator; between GPUs gradients need NCCL, "
-              "which is not built yet (issue 16)");
+    SEG_CHECK(p.device() == device, device, "data-parallel gradients of ", p.str(), ": this rank's communicator (",
+              comm.describe(), ") moves tensors on ", device.str());
     const DType dt = gradient_wire_dtype(p.dtype(), wire);
     if (!current.params.empty() && current.dtype != dt) close();
     current.dtype = dt;
@@ -243,7 +280,7 @@ void GradientAllReduce::finish() {
   if (s.buckets.size() == 1 && !s.buckets[0].pending) {
     State::Bucket& b = s.buckets[0];
     s.pack(b);
-    s.comm.allreduce_sum_typed(b.buffer.data(), b.count(), b.dtype);
+    s.comm.allreduce_sum_typed(b.data(), b.count(), b.dtype);
   } else {
     for (State::Bucket& b : s.buckets)
       if (!b.pending) s.pack_and_start(b);  // a bucket some of whose parameters got no gradient
@@ -265,7 +302,7 @@ GradientAllReduce::Stats GradientAllReduce::stats() const {
   out.buckets = static_cast<int64_t>(state_->buckets.size());
   out.started_in_backward = last_started_in_backward_;
   for (const State::Bucket& b : state_->buckets) {
-    out.bytes += static_cast<int64_t>(b.buffer.size());
+    out.bytes += b.on_device() ? static_cast<int64_t>(b.device_buffer.nbytes()) : static_cast<int64_t>(b.buffer.size());
     if (is_half(b.dtype)) ++out.half_buckets;
   }
   return out;

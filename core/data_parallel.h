@@ -35,7 +35,10 @@
 // Memory traffic per step: every gradient is read and written once more (pack, unpack), plus the
 // all-reduce's own traffic (about 2 (size-1)/size of the bucket bytes per rank for ring algorithms);
 // half gradients on a storage wire halve both.
-// CPU tensors only: between GPUs gradients travel through NCCL (issue 16's GPU half).
+// On GPUs (an NCCL communicator, core/comm_nccl.cpp) each bucket is a device tensor: packing and
+// unpacking are copy kernels on the compute stream, the all-reduce runs on the communicator's own
+// stream fenced by events, so it overlaps the rest of backward on the device; no has-gradient
+// flags travel there (a parameter no rank has a gradient for ends with a zero gradient).
 #pragma once
 
 #include <cstdint>

@@ -19,8 +19,10 @@ PhiloxKey philox_key(uint64_t seed, RngPurpose purpose) {
   return PhiloxKey{{static_cast<uint32_t>(k), static_cast<uint32_t>(k >> 32)}};
 }
 
+// One per thread: the ranks of `--gpus 0-1` are threads of one process, and each draws its own
+// masks exactly as a rank in its own process would (and none races another's counters).
 RngState& global_rng() {
-  static RngState state;
+  thread_local RngState state;
   return state;
 }
 

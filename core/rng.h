@@ -23,7 +23,7 @@ enum class RngPurpose : uint32_t {
 
 PhiloxKey philox_key(uint64_t seed, RngPurpose purpose);
 
-// The process-wide random state: a seed and, per purpose, the next unused stream id. Ops that draw
+// The random state of the calling thread (a rank of a multi-GPU run is a thread): a seed and, per purpose, the next unused stream id. Ops that draw
 // fresh randomness on every call (Dropout2d) take next_stream(); a train-state checkpoint saves
 // state() so a resumed run draws the same masks as an uninterrupted one.
 struct RngState {

@@ -16,7 +16,7 @@ namespace seg::cli {
 
 int cmd_info(const Args& args) {
   if (wants_help(args)) {
-    std::printf("usage: segtrain info [--amp | --keys]\n\nPrints the build configuration (CUDA, simulator, cuDNN, MPI; NCCL is not implemented yet),\n"
+    std::printf("usage: segtrain info [--amp | --keys]\n\nPrints the build configuration (CUDA, simulator, cuDNN, NCCL, MPI),\n"
                 "the CPU features in use, the thread count and the CUDA devices found.\n"
                 "--amp prints the mixed-precision policy table of all four levels.\n"
                 "--keys lists every config key with its type, default and meaning (as segtrain train --help-keys).\n\n"
@@ -40,10 +40,10 @@ int cmd_info(const Args& args) {
   std::printf("build:\n");
   std::printf("  CUDA backend     %s\n", yes(SEG_BUILD_CUDA));
   std::printf("  CUDA simulator   %s (tests only)\n", yes(SEG_BUILD_SIM));
-  // Not a feature yet: the SEG_NCCL option exists but nothing uses it.
   std::printf("  cuDNN            %s\n", cuda_compiled() ? "engine built (kernels/cuda/engine.h; library loaded at run time)"
                                                        : "no (CUDA builds only: the cuDNN convolution engine)");
-  std::printf("  NCCL             not implemented yet (issue 16)\n");
+  std::printf("  NCCL             %s\n", built_with_nccl() ? "yes (segtrain train --gpus 0-1: a thread per GPU; docs/distributed.md)"
+                                                      : "no (CUDA builds with libnccl only)");
   std::printf("  MPI              %s\n", built_with_mpi() ? "yes (mpirun -np N segtrain train ...: docs/distributed.md)"
                                                      : "no (install libopenmpi-dev and rebuild)");
   std::printf("  sanitizers       %s\n", SEG_BUILD_SANITIZE[0] ? SEG_BUILD_SANITIZE : "none");

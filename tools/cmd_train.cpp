@@ -12,10 +12,11 @@ namespace seg::cli {
 
 namespace {
 const char* kUsage =
-    "usage: segtrain train --cfg FILE [--gpus 0 | --device D [--no-tf32]] [--amp O0|O1|O2|O3] [--amp-dtype f16|bf16]\n"
+    "usage: segtrain train --cfg FILE [--gpus LIST | --device D] [--no-tf32] [--amp O0|O1|O2|O3] [--amp-dtype f16|bf16]\n"
     "                      [--loss-scale dynamic|none|N] [--resume [--force]] [--amp-stats] [--detect-anomaly]\n"
     "                      [--threads N] [--skip-bad | --on-bad-sample fail|skip] [--comm-timeout S]\n"
     "                      [--help-keys] [KEY VALUE ...]\n"
+    "       segtrain train --cfg FILE --gpus 0-3 TRAIN.sync_bn False ...   (a thread per GPU, NCCL)\n"
     "       mpirun -np N segtrain train --cfg FILE --threads T ...   (N CPU ranks: docs/distributed.md)\n"
     "\n"
     "Trains an upstream model (MODEL.arch_encoder + MODEL.arch_decoder) as upstream's train.py does:\n"
@@ -27,9 +28,10 @@ const char* kUsage =
     "\n"
     "options:\n"
     "  --cfg FILE          a JSON config (configs/) or an upstream YAML config, used as it is\n"
-    "  --gpus LIST         upstream's forms (0, 0-3, 0,2, gpu0); one GPU for now\n"
+    "  --gpus LIST         upstream's forms (0, 0-3, 0,2, gpu0); several GPUs train data parallel, one\n"
+    "                      thread each, gradients all-reduced by NCCL (needs TRAIN.sync_bn False for now)\n"
     "  --device D          cpu (default) or cuda:N\n"
-    "  --comm-timeout S    under mpirun: a rank waiting longer than S seconds in one collective stops\n"
+    "  --comm-timeout S    several ranks: one waiting longer than S seconds in one collective stops\n"
     "                      the job, naming it (default 300)\n"
     "  --no-tf32           strict f32 convolutions and GEMMs on CUDA (default: TF32 tensor cores for f32,\n"
     "                      as PyTorch; the CPU's f32 is always strict)\n"

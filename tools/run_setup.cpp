@@ -1,6 +1,7 @@
 #include "tools/run_setup.h"
 
 #include <algorithm>
+#include <mutex>
 #include <cctype>
 #include <cstdio>
 
@@ -117,11 +118,13 @@ Device resolve_device(const CommonFlags& flags) {
   Device dev = Device::cpu();
   if (!flags.gpus.empty()) {
     const std::vector<int> gpus = parse_gpu_list(flags.gpus);
+    // Several GPUs: segtrain train gives each a thread (tools/trainer.cpp) and resolves each
+    // one alone; every other command runs on one device.
     if (gpus.size() > 1)
-      throw Error(ErrorKind::usage, "training on " + std::to_string(gpus.size()) +
-                                        " GPUs is not supported yet (multi-GPU comes with the distributed issue)")
+      throw Error(ErrorKind::usage, str("--gpus ", flags.gpus, ": ", gpus.size(),
+                                        " GPUs are for segtrain train (one thread per GPU); this command uses one"))
           .key("--gpus")
-          .hint("use one GPU, e.g. --gpus 0, and TRAIN.accum_steps to keep upstream's batch size");
+          .hint("give one GPU, e.g. --gpus 0 or --device cuda:0");
     dev = Device::cuda(gpus[0]);
   } else if (!flags.device.empty()) {
     dev = Device::parse(flags.device);
@@ -133,8 +136,11 @@ Device resolve_device(const CommonFlags& flags) {
   if (dev.is_cuda()) {
     cuda::set_allow_tf32(!flags.no_tf32);
     // Once per process and setting: the demo resolves the device for training and again for eval.
+    // (Threads of a multi-GPU run resolve their devices at once, hence the lock.)
+    static std::mutex mutex;
     static std::string said;
     const std::string line = dev.str() + ": " + cuda::describe_engines();
+    std::lock_guard<std::mutex> lock(mutex);
     if (line != said) std::printf("%s\n", line.c_str());
     said = line;
   }

@@ -7,6 +7,8 @@
 #include <cmath>
 #include <cstdio>
 #include <functional>
+#include <mutex>
+#include <thread>
 #include <optional>
 #include <nlohmann/json.hpp>
 #include <unordered_map>
@@ -24,6 +26,7 @@
 #include "core/readback.h"
 #include "core/rng.h"
 #include "core/safetensors.h"
+#include "core/stream.h"
 #include "data/train_dataset.h"
 #include "data/train_loader.h"
 #include "kernels/cpu/amp.h"
@@ -167,15 +170,16 @@ Error save_failed(const Error& e, int64_t step, int64_t committed_step, const st
 
 }  // namespace
 
-TrainSummary run_training(const Config& cfg, const CommonFlags& flags, const TrainRunOptions& opt_in) {
+namespace {
+
+// One rank's training: every rank runs this (a process under mpirun, a thread per GPU with
+// --gpus 0-1); rank 0 alone prints and writes files.
+TrainSummary train_rank(const Config& cfg, const CommonFlags& flags, const TrainRunOptions& opt_in, Communicator& comm,
+                        const Device device) {
   TrainSummary summary;
-  // Data parallel (docs/distributed.md): under mpirun every rank runs this function; rank 0 alone
-  // prints and writes files.
-  Communicator& comm = world();
   const int rank = comm.rank(), ranks = comm.size();
   TrainRunOptions opt = opt_in;
   if (rank != 0) opt.quiet = true;
-  const Device device = resolve_device(flags);
   SEG_CHECK(cfg.TRAIN.sub_batches_per_rank >= 1 && cfg.TRAIN.sub_batches_per_rank <= 64, usage,
             "TRAIN.sub_batches_per_rank must be in 1..64, got ", cfg.TRAIN.sub_batches_per_rank);
   SEG_CHECK(cfg.TRAIN.bucket_mb > 0, usage, "TRAIN.bucket_mb must be positive, got ", cfg.TRAIN.bucket_mb);
@@ -183,11 +187,16 @@ TrainSummary run_training(const Config& cfg, const CommonFlags& flags, const Tra
     throw Error(ErrorKind::usage, "TRAIN.allreduce_dtype '" + cfg.TRAIN.allreduce_dtype + "': storage or f32")
         .key("TRAIN.allreduce_dtype")
         .hint("storage (the default) sends half gradients as half; f32 widens them");
-  if (ranks > 1 && !device.is_cpu())
-    throw Error(ErrorKind::usage, str("training on ", device.str(), " with ", ranks,
-                                      " MPI ranks needs NCCL between the GPUs, which is not built yet (issue 16)"))
+  if (ranks > 1 && comm.device() != device)
+    throw Error(ErrorKind::usage, str("rank ", rank, " trains on ", device.str(), " but its communicator (", comm.describe(),
+                                      ") moves data on ", comm.device().str()))
         .key("--device")
-        .hint("train the ranks on the CPU (drop --device/--gpus), or one process on one GPU");
+        .hint("GPUs train data parallel with --gpus 0-1 (one process, NCCL); mpirun ranks train on the CPU");
+  if (ranks > 1 && device.is_cuda() && cfg.TRAIN.sync_bn)
+    throw Error(ErrorKind::usage, "SyncBN between GPUs is not built yet (its statistics are all-reduced on the host)")
+        .key("TRAIN.sync_bn")
+        .hint("set TRAIN.sync_bn False: each GPU normalises with its own sub-batch's statistics, and rank 0's running "
+              "statistics go to every GPU at each epoch end");
   check_same_run(comm, run_description(cfg, device));
   const int64_t per_rank = cfg.TRAIN.sub_batches_per_rank;
   const int64_t micro_steps = cfg.TRAIN.accum_steps * per_rank;  // backward passes per optimizer step
@@ -544,6 +553,64 @@ TrainSummary run_training(const Config& cfg, const CommonFlags& flags, const Tra
   SEG_ASSERT(summary.interrupted || committed_step == summary.steps || steps_this_run == 0);
   summary.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - run_start).count();
   return summary;
+}
+
+// --gpus 0-1: one process, one host thread per GPU, an NCCL communicator each (ncclCommInitAll).
+// A rank that fails aborts the others' communicators, so none waits in a collective for it; the
+// error reported is the first one that is not such an abort.
+TrainSummary train_threads(const Config& cfg, const CommonFlags& flags, const TrainRunOptions& opt,
+                           const std::vector<int>& gpus) {
+  if (launched_by_mpi() && world().size() > 1)
+    throw Error(ErrorKind::usage, "--gpus with several GPUs under mpirun: give each process one GPU")
+        .key("--gpus")
+        .hint("one process drives several GPUs (segtrain train --gpus 0-3), or mpirun runs CPU ranks");
+  for (size_t a = 0; a < gpus.size(); ++a)
+    for (size_t b = a + 1; b < gpus.size(); ++b)
+      if (gpus[a] == gpus[b])
+        throw Error(ErrorKind::usage, str("GPU ", gpus[a], " is listed twice in --gpus ", flags.gpus)).key("--gpus");
+  for (int g : gpus) require_device(Device::cuda(g));
+  std::vector<std::unique_ptr<Communicator>> comms = make_nccl_communicators(gpus);
+  std::vector<TrainSummary> summaries(gpus.size());
+  std::vector<std::exception_ptr> errors(gpus.size());
+  std::vector<char> primary(gpus.size(), 0);  // the error is the rank's own, not the abort of another's
+  std::mutex failed_mutex;
+  bool failed = false;
+  std::vector<std::thread> threads;
+  for (size_t r = 0; r < gpus.size(); ++r) {
+    threads.emplace_back([&, r] {
+      try {
+        if (flags.comm_timeout > 0) comms[r]->set_timeout_seconds(flags.comm_timeout);
+        CommonFlags mine = flags;
+        mine.gpus = std::to_string(gpus[r]);
+        const Device device = resolve_device(mine);  // current device, TF32 setting, the engine line
+        summaries[r] = train_rank(cfg, mine, opt, *comms[r], device);
+        synchronize(device);
+      } catch (...) {
+        errors[r] = std::current_exception();
+        std::lock_guard<std::mutex> lock(failed_mutex);
+        if (!failed) {
+          failed = true;
+          primary[r] = 1;
+          for (auto& c : comms) c->abort(1);
+        }
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  for (size_t r = 0; r < gpus.size(); ++r)
+    if (primary[r]) std::rethrow_exception(errors[r]);
+  for (const std::exception_ptr& e : errors)
+    if (e) std::rethrow_exception(e);
+  return summaries[0];
+}
+
+}  // namespace
+
+TrainSummary run_training(const Config& cfg, const CommonFlags& flags, const TrainRunOptions& opt) {
+  const std::vector<int> gpus = flags.gpus.empty() ? std::vector<int>{} : parse_gpu_list(flags.gpus);
+  if (gpus.size() > 1) return train_threads(cfg, flags, opt, gpus);
+  // One process: alone, or one rank of mpirun's (docs/distributed.md).
+  return train_rank(cfg, flags, opt, world(), resolve_device(flags));
 }
 
 }  // namespace seg::cli
