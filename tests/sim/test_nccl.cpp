@@ -365,6 +365,35 @@ TEST_CASE("nccl: one host thread drives every device: kernels before and after t
   for (float x : a.download<float>(n)) CHECK(x == 5.0f);
 }
 
+TEST_CASE("nccl: under the random stream order, every seed gives the same results and no race") {
+  seg::sim::ScopedDeviceCount devices(3);
+  constexpr int n = 32;
+  for (uint64_t seed = 1; seed <= 6; ++seed) {
+    CAPTURE(seed);
+    seg::sim::Options o = seg::sim::options();
+    o.stream_order = seg::sim::StreamOrder::random;
+    o.seed = seed;
+    seg::sim::ScopedOptions random_order(o);
+    const uint64_t races = seg::sim::stream_race_count();
+    Ranks ranks(3);
+    std::vector<std::unique_ptr<DeviceBytes>> grad;
+    REQUIRE(ncclGroupStart() == ncclSuccess);
+    for (int r = 0; r < 3; ++r) {
+      OnDevice on(r);
+      grad.push_back(std::make_unique<DeviceBytes>(r, n * sizeof(float)));
+      ks::fill(grad[r]->as<float>(), n, static_cast<float>(r), ranks.streams[r]);
+      REQUIRE(ncclAllReduce(grad[r]->as<float>(), grad[r]->as<float>(), n, ncclFloat32, ncclSum, ranks.comms[r],
+                            ranks.streams[r]) == ncclSuccess);
+      ks::add_one(grad[r]->as<float>(), n, ranks.streams[r]);  // inside the group: queued at once, before the collective
+    }
+    REQUIRE(ncclGroupEnd() == ncclSuccess);
+    ranks.sync();
+    // (0 + 1) + (1 + 1) + (2 + 1); a collective queued at its call instead of at ncclGroupEnd gives 4.
+    for (int r = 0; r < 3; ++r) CHECK(grad[r]->download<float>(n) == std::vector<float>(n, 6.0f));
+    CHECK(seg::sim::stream_race_count() == races);
+  }
+}
+
 TEST_CASE("nccl: one host thread per device, communicators from ncclCommInitAll or ncclCommInitRank") {
   seg::sim::ScopedDeviceCount devices(3);
   constexpr int n = 3, count = 32;
@@ -498,6 +527,10 @@ TEST_CASE("nccl: compute stream -> event -> comm stream all-reduce -> event -> c
 
 TEST_CASE("nccl: the op trace shows the all-reduce on the comm stream starting before a later kernel on the compute stream") {
   seg::sim::ScopedDeviceCount devices(2);
+  // In queue order, as a GPU starts work (SEG_SIM_STREAM_ORDER=random may run the later kernels first).
+  seg::sim::Options fifo = seg::sim::options();
+  fifo.stream_order = seg::sim::StreamOrder::fifo;
+  seg::sim::ScopedOptions in_queue_order(fifo);
   constexpr int n = 64;
   Ranks ranks(2);
   cudaStream_t compute[2] = {};
