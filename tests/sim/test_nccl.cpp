@@ -703,6 +703,23 @@ TEST_CASE("nccl: ncclCommAbort wakes a thread waiting for the collective") {
   CHECK(async == ncclRemoteError);
 }
 
+TEST_CASE("nccl: a rank destroying its communicator before calling fails the collective its peers wait in") {
+  seg::sim::ScopedDeviceCount devices(2);
+  Ranks ranks(2);
+  DeviceBytes a(0, 64);
+  REQUIRE(ncclAllReduce(a.as<float>(), a.as<float>(), 4, ncclFloat32, ncclSum, ranks.comms[0], ranks.streams[0]) ==
+          ncclSuccess);
+  REQUIRE(ncclCommDestroy(ranks.comms[1]) == ncclSuccess);
+  ranks.comms[1] = nullptr;
+  const auto t0 = std::chrono::steady_clock::now();
+  const seg::sim::KernelFault f = expect_fault([&] { cudaStreamSynchronize(ranks.streams[0]); });
+  CHECK(seconds_since(t0) < 30.0);
+  CHECK(contains(f.what(), "rank 1 destroyed its communicator (ncclCommDestroy) first"));
+  ncclResult_t async = ncclSuccess;
+  REQUIRE(ncclCommGetAsyncError(ranks.comms[0], &async) == ncclSuccess);
+  CHECK(async == ncclRemoteError);
+}
+
 TEST_CASE("nccl: a rank's earlier stream work waiting for the collective itself is a cycle, reported at once") {
   seg::sim::ScopedDeviceCount devices(2);
   Ranks ranks(2);
