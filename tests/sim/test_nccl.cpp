@@ -741,6 +741,26 @@ TEST_CASE("nccl: a rank's earlier stream work waiting for the collective itself 
   cudaEventDestroy(after_rank0);
 }
 
+TEST_CASE("nccl: two communicators' collectives queued in opposite orders on the same streams are a cycle") {
+  seg::sim::ScopedDeviceCount devices(2);
+  Ranks first(2), second(2);
+  DeviceBytes a(0, 64), b(1, 64);
+  // Rank 0 queues first's collective then second's, rank 1 the other way round, each on one stream.
+  REQUIRE(ncclAllReduce(a.as<float>(), a.as<float>(), 4, ncclFloat32, ncclSum, first.comms[0], first.streams[0]) ==
+          ncclSuccess);
+  REQUIRE(ncclAllReduce(a.as<float>(), a.as<float>(), 4, ncclFloat32, ncclSum, second.comms[0], first.streams[0]) ==
+          ncclSuccess);
+  REQUIRE(ncclAllReduce(b.as<float>(), b.as<float>(), 4, ncclFloat32, ncclSum, second.comms[1], first.streams[1]) ==
+          ncclSuccess);
+  REQUIRE(ncclAllReduce(b.as<float>(), b.as<float>(), 4, ncclFloat32, ncclSum, first.comms[1], first.streams[1]) ==
+          ncclSuccess);
+  const seg::sim::KernelFault one = expect_fault([&] { cudaStreamSynchronize(first.streams[0]); });
+  const seg::sim::KernelFault two = expect_fault([&] { cudaStreamSynchronize(first.streams[1]); });
+  CHECK(contains(one.what(), "can never start"));
+  CHECK(contains(two.what(), "can never start"));
+  first.sync();
+}
+
 TEST_CASE("nccl: buffers that are not device memory of the communicator's device are ncclInvalidArgument") {
   seg::sim::ScopedDeviceCount devices(2);
   Ranks ranks(2);
