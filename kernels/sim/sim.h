@@ -27,6 +27,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "kernels/cuda/launch_error.h"
 
@@ -188,5 +189,31 @@ std::string last_stream_race_report();
 // each buffer starts and ends; the detector then uses the buffer instead of the allocation.
 void annotate_buffer(const void* begin, size_t bytes);
 void forget_buffer(const void* begin);
+
+// ---- NCCL --------------------------------------------------------------------------------------------
+// How long a collective waits for ranks that have not called it, and ncclCommInitRank for ranks
+// that have not joined, before failing (docs/cuda-simulator.md, "NCCL"). Default: the environment
+// variable SEG_SIM_NCCL_TIMEOUT_S, else 60 s; seconds <= 0 restores the default.
+void set_nccl_timeout(double seconds);
+
+// ---- the op trace ----------------------------------------------------------------------------------
+// The order in which queued work ran, for tests of overlap ("the all-reduce on the comm stream
+// started before the last kernel on the compute stream"). Opt-in: nothing is recorded until
+// start_op_trace(). Every op that does work is recorded (kernels, copies, memsets, frees, host
+// functions, NCCL collectives: one entry per rank); event records and waits are not. `start` and
+// `finish` are positions in one sequence of start and finish events (1, 2, ...), so a < b means
+// "happened before" in the simulator's run; the members of one NCCL collective start together.
+struct TracedOp {
+  int device = 0;
+  const void* stream = nullptr;  // the cudaStream_t it was queued on (the default streams: an internal object)
+  uint64_t stream_id = 0;
+  std::string description;  // as in reports: "kernel k launched at file:line", "ncclAllReduce(...) rank 0 of 2 ..."
+  uint64_t start = 0;
+  uint64_t finish = 0;  // 0: still running when the trace was taken
+};
+// Clears the trace and starts recording.
+void start_op_trace();
+// Stops recording and returns what was recorded, in start order.
+std::vector<TracedOp> take_op_trace();
 
 }  // namespace seg::sim

@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <functional>
 #include <unordered_set>
 
 #include "kernels/sim/worker.h"
@@ -48,48 +49,153 @@ uint64_t next_random() {
   return z ^ (z >> 31);
 }
 
-// The pending ops `targets` need (themselves and, transitively, their pending dependencies); the
-// runnable ones among them sorted by enqueue order. `busy`: some of them run on another thread.
-std::vector<Op*> runnable_needed(const std::vector<OpPtr>& targets, bool* busy) {
+// A member of a joint op that has not failed: it runs with its peers (stream_executor.h).
+Joint* live_joint(const Op& op) { return op.joint && op.joint->failure.empty() ? op.joint.get() : nullptr; }
+
+bool deps_done(const Op& op) {
+  for (const OpPtr& d : op.deps)
+    if (d->state != Op::State::done) return false;
+  return true;
+}
+
+// Whether a pending op may start: its dependencies are done, and for a member of a joint op every
+// member is queued, pending and has its dependencies done.
+bool ready(const Op& op) {
+  const Joint* j = live_joint(op);
+  if (!j) return deps_done(op);
+  if (j->members.size() < j->expected) return false;
+  for (const OpPtr& m : j->members)
+    if (m->state != Op::State::pending || !deps_done(*m)) return false;
+  return true;
+}
+
+// What running `targets` needs now.
+struct Needed {
+  std::vector<Op*> runnable;     // pending ops that may start, by enqueue order
+  bool busy = false;             // some needed op runs on another thread
+  std::vector<Joint*> waiting;   // joint ops still missing members
+  std::vector<Joint*> blocked;   // complete joint ops whose members' dependencies are not done
+};
+
+// The pending ops `targets` need (themselves and, transitively, their pending dependencies, and for
+// a joint op its peers' dependencies); the runnable ones among them sorted by enqueue order.
+Needed needed_by(const std::vector<OpPtr>& targets) {
+  Needed n;
   std::unordered_set<Op*> seen;
-  std::vector<Op*> stack, runnable;
+  std::unordered_set<Joint*> joints;
+  std::vector<Op*> stack;
+  auto visit = [&](Op* op) {
+    if (op->state != Op::State::done && seen.insert(op).second) stack.push_back(op);
+  };
   for (const OpPtr& t : targets)
-    if (t && t->seq != 0 && t->state != Op::State::done && seen.insert(t.get()).second) stack.push_back(t.get());
-  *busy = false;
+    if (t && t->seq != 0) visit(t.get());
   while (!stack.empty()) {
     Op* op = stack.back();
     stack.pop_back();
     if (op->state == Op::State::running) {
-      *busy = true;
+      n.busy = true;
       continue;
     }
-    bool ready = true;
-    for (const OpPtr& d : op->deps) {
-      if (d->state == Op::State::done) continue;
-      ready = false;
-      if (seen.insert(d.get()).second) stack.push_back(d.get());
+    Joint* j = live_joint(*op);
+    if (!j) {
+      bool ok = true;
+      for (const OpPtr& d : op->deps) {
+        if (d->state == Op::State::done) continue;
+        ok = false;
+        visit(d.get());
+      }
+      if (ok) n.runnable.push_back(op);
+      continue;
     }
-    if (ready) runnable.push_back(op);
+    if (!joints.insert(j).second) continue;
+    for (const OpPtr& m : j->members) seen.insert(m.get());
+    for (const OpPtr& m : j->members)
+      for (const OpPtr& d : m->deps) visit(d.get());
+    if (j->members.size() < j->expected)
+      n.waiting.push_back(j);
+    else if (ready(*op))
+      n.runnable.push_back(op);
+    else
+      n.blocked.push_back(j);
   }
-  std::sort(runnable.begin(), runnable.end(), [](const Op* a, const Op* b) { return a->seq < b->seq; });
+  std::sort(n.runnable.begin(), n.runnable.end(), [](const Op* a, const Op* b) { return a->seq < b->seq; });
+  return n;
+}
+
+// Every pending op that may start, of any stream or device, by enqueue order.
+std::vector<Op*> all_runnable() {
+  std::vector<Op*> runnable;
+  for (const auto& [seq, op] : g_pending)
+    if (op->state == Op::State::pending && ready(*op)) runnable.push_back(op.get());
   return runnable;
 }
 
-// Every pending op whose dependencies are done, of any stream or device, by enqueue order.
-std::vector<Op*> all_runnable() {
-  std::vector<Op*> runnable;
-  for (const auto& [seq, op] : g_pending) {
-    if (op->state != Op::State::pending) continue;
-    bool ready = true;
-    for (const OpPtr& d : op->deps) ready = ready && d->state == Op::State::done;
-    if (ready) runnable.push_back(op.get());
+// ---- the op trace (sim.h) -------------------------------------------------------------------------
+bool g_tracing = false;
+uint64_t g_trace_clock = 0;
+std::vector<TracedOp> g_trace;
+std::map<const Op*, size_t> g_trace_open;  // running ops -> their entry
+
+void trace_start(const Op& op) {
+  if (!g_tracing || op.op_class() == Op::Class::marker) return;
+  TracedOp t;
+  t.device = op.device;
+  t.stream = op.stream_handle;
+  t.stream_id = op.stream_id;
+  t.description = op.describe();
+  t.start = ++g_trace_clock;
+  g_trace_open[&op] = g_trace.size();
+  g_trace.push_back(std::move(t));
+}
+
+void trace_finish(const Op& op) {
+  auto it = g_trace_open.find(&op);
+  if (it == g_trace_open.end()) return;
+  if (it->second < g_trace.size()) g_trace[it->second].finish = ++g_trace_clock;
+  g_trace_open.erase(it);
+}
+
+// The race detector's verdict on an op whose accesses are known before it runs.
+std::optional<std::string> check_before_run(const Op& op) {
+  std::vector<Access> accesses;
+  op.accesses(accesses);
+  if (accesses.empty()) return std::nullopt;
+  AccessOwner owner{op.component, op.clock.get(op.component), &op.clock, nullptr};
+  owner.label = std::make_shared<const AccessLabel>(AccessLabel{op.describe(), stream_text(op)});
+  return check_accesses(owner, accesses, op.conservative_accesses());
+}
+
+// An op has run (lock held).
+void finish(const OpPtr& op, bool skipped) {
+  op->time_ns = g_time_ns;
+  op->state = Op::State::done;
+  op->cancelled = skipped;
+  op->deps.clear();
+  g_pending.erase(op->seq);
+  trace_finish(*op);
+}
+
+void run_guarded(const std::function<void(OpRun&)>& body, OpRun& run, const std::string& what) {
+  try {
+    body(run);
+  } catch (const KernelFault& f) {
+    run.fault = f;
+  } catch (const std::exception& e) {
+    run.fault.emplace(FaultKind::trap, "seg::sim: " + what + " threw an exception: " + e.what());
+  } catch (...) {
+    run.fault.emplace(FaultKind::trap, "seg::sim: " + what + " threw an exception");
   }
-  return runnable;
+}
+
+uint64_t nanoseconds_since(std::chrono::steady_clock::time_point t0) {
+  return static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count());
 }
 
 // Runs one op (lock held on entry and exit, released while it runs).
 void execute(Lock& lock, const OpPtr& op) {
   op->state = Op::State::running;
+  trace_start(*op);
   const bool skip = device_state(op->device).faulted && op->op_class() != Op::Class::marker;
   const Options o = options();
   lock.unlock();
@@ -101,32 +207,16 @@ void execute(Lock& lock, const OpPtr& op) {
     if (op->op_class() == Op::Class::device) open_device_memory();
     if (op->op_class() == Op::Class::host) close_device_memory();
     const bool after = op->accesses_known_after_run();
-    std::vector<Access> accesses;
-    AccessOwner owner{op->component, op->clock.get(op->component), &op->clock, nullptr};
-    auto label = [&] { return std::make_shared<const AccessLabel>(AccessLabel{op->describe(), stream_text(*op)}); };
-    if (o.race_check && op->op_class() == Op::Class::device && !after) {
-      op->accesses(accesses);
-      if (!accesses.empty()) {
-        owner.label = label();
-        race = check_accesses(owner, accesses, op->conservative_accesses());
-      }
-    }
+    if (o.race_check && op->op_class() == Op::Class::device && !after) race = check_before_run(*op);
     const auto t0 = std::chrono::steady_clock::now();
-    try {
-      op->execute(run);
-    } catch (const KernelFault& f) {
-      run.fault = f;
-    } catch (const std::exception& e) {
-      run.fault.emplace(FaultKind::trap, "seg::sim: " + op->describe() + " threw an exception: " + e.what());
-    } catch (...) {
-      run.fault.emplace(FaultKind::trap, "seg::sim: " + op->describe() + " threw an exception");
-    }
-    elapsed = static_cast<uint64_t>(
-        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count());
+    run_guarded([&](OpRun& r) { op->execute(r); }, run, op->describe());
+    elapsed = nanoseconds_since(t0);
     if (after && o.race_check && !run.fault) {
+      std::vector<Access> accesses;
       op->accesses(accesses);
       if (!accesses.empty()) {
-        owner.label = label();
+        AccessOwner owner{op->component, op->clock.get(op->component), &op->clock, nullptr};
+        owner.label = std::make_shared<const AccessLabel>(AccessLabel{op->describe(), stream_text(*op)});
         race = check_accesses(owner, accesses, false);
       }
     }
@@ -134,27 +224,94 @@ void execute(Lock& lock, const OpPtr& op) {
 
   lock.lock();
   g_time_ns += elapsed + 1;  // +1: events later in stream order are never earlier
-  op->time_ns = g_time_ns;
-  op->state = Op::State::done;
-  op->cancelled = skip;
-  op->deps.clear();
-  g_pending.erase(op->seq);
+  finish(op, skip);
   // The race first: it usually explains the fault (a kernel running after a free it raced with).
   if (race) record_fault(KernelFault(FaultKind::stream_race, *race), op->device, false);
   if (run.fault) record_fault(*run.fault, op->device, true);
   g_cv.notify_all();
 }
 
+// Runs every member of a ready joint op as one, on this thread (lock held on entry and exit).
+void execute_joint(Lock& lock, const std::shared_ptr<Joint>& joint) {
+  const std::vector<OpPtr> members = joint->members;
+  joint->started = true;
+  bool skip = false;
+  for (const OpPtr& m : members) {
+    m->state = Op::State::running;
+    trace_start(*m);
+    skip = skip || device_state(m->device).faulted;
+  }
+  const Options o = options();
+  lock.unlock();
+
+  OpRun run;
+  std::vector<std::pair<int, std::string>> races;
+  uint64_t elapsed = 0;
+  if (!skip) {
+    open_device_memory();
+    if (o.race_check)
+      for (const OpPtr& m : members)
+        if (std::optional<std::string> r = check_before_run(*m)) races.emplace_back(m->device, *r);
+    const auto t0 = std::chrono::steady_clock::now();
+    run_guarded([&](OpRun& r) { joint->run(r); }, run, members.front()->describe());
+    elapsed = nanoseconds_since(t0);
+  }
+
+  lock.lock();
+  g_time_ns += elapsed + 1;
+  for (const OpPtr& m : members) finish(m, skip);
+  for (const auto& [device, report] : races) record_fault(KernelFault(FaultKind::stream_race, report), device, false);
+  if (run.fault) record_fault(*run.fault, members.front()->device, true);
+  joint->members.clear();  // the members and the joint op no longer keep each other alive
+  g_cv.notify_all();
+}
+
+// A joint op none of whose members can ever start: some member's stream predecessors wait for the
+// joint op itself (through an event or the legacy stream).
+std::string cycle_message(const Joint& j) {
+  std::string text = "seg::sim: a collective can never start (a GPU would hang): ";
+  bool first = true;
+  for (const OpPtr& m : j.members) {
+    if (deps_done(*m)) continue;
+    text += std::string(first ? "" : "; ") + m->describe() + " waits for earlier work that itself waits for this collective";
+    first = false;
+  }
+  return text + " (a missing or misplaced cudaStreamWaitEvent, or work queued on the legacy default stream?)";
+}
+
 // One step toward `targets`: false when nothing could run (done, or waiting on another thread).
 bool step(Lock& lock, const std::vector<OpPtr>& targets, bool wait_for_others) {
-  bool busy = false;
-  const std::vector<Op*> runnable = runnable_needed(targets, &busy);
-  if (runnable.empty()) {
-    if (busy && wait_for_others) g_cv.wait(lock);
-    if (!busy && !all_done(targets)) die("queued work that cannot run (an op depends on a later one)");
+  const Needed n = needed_by(targets);
+  if (n.runnable.empty()) {
+    if (!n.waiting.empty()) {
+      // Another host thread may still queue the missing members; real NCCL would spin forever
+      // if none does, the simulator gives up after the joint op's timeout.
+      const auto now = std::chrono::steady_clock::now();
+      auto deadline = std::chrono::steady_clock::time_point::max();
+      for (Joint* j : n.waiting) {
+        if (j->waiting_since == std::chrono::steady_clock::time_point{}) j->waiting_since = now;
+        const auto d = j->waiting_since + j->timeout();
+        if (d <= now) {
+          fail_joint(*j, j->timeout_message());
+          return true;
+        }
+        deadline = std::min(deadline, d);
+      }
+      if (wait_for_others) g_cv.wait_until(lock, deadline);
+      return false;
+    }
+    if (n.busy) {
+      if (wait_for_others) g_cv.wait(lock);
+      return false;
+    }
+    if (!n.blocked.empty()) {
+      for (Joint* j : n.blocked) fail_joint(*j, cycle_message(*j));
+      return true;
+    }
+    if (!all_done(targets)) die("queued work that cannot run (an op depends on a later one)");
     return false;
   }
-  Op* pick = runnable.front();
+  Op* pick = n.runnable.front();
   if (options().stream_order == StreamOrder::random) {
     // A GPU starts independent work as soon as it is queued, so any runnable op may go first,
     // also one the host is not waiting for: a missing cudaStreamWaitEvent, or a missing host
@@ -163,7 +320,10 @@ bool step(Lock& lock, const std::vector<OpPtr>& targets, bool wait_for_others) {
     pick = any[next_random() % any.size()];
   }
   const OpPtr op = g_pending.at(pick->seq);
-  execute(lock, op);
+  if (live_joint(*op))
+    execute_joint(lock, op->joint);
+  else
+    execute(lock, op);
   return true;
 }
 
@@ -255,7 +415,19 @@ cudaError_t submit(CUstream_st& s, const OpPtr& op, const Submit& how) {
   op->stream_kind = static_cast<uint8_t>(s.kind);
   g_pending.emplace(op->seq, op);
   if (how.in_stream_order && how.becomes_tail) s.tail = op;
+  if (live_joint(*op)) {
+    op->joint->members.push_back(op);
+    g_cv.notify_all();  // a sync may be waiting for this member
+  }
   return cudaSuccess;
+}
+
+void fail_joint(Joint& joint, const std::string& message) {
+  if (!joint.failure.empty() || joint.started) return;
+  joint.failure = message;
+  joint.members.clear();
+  joint.on_failure(message);
+  g_cv.notify_all();
 }
 
 // Ops never enqueued (graph node prototypes, seq 0) are not waited for.
@@ -291,6 +463,30 @@ void host_acquire(const std::vector<OpPtr>& ops) {
   std::lock_guard<std::mutex> lock(g_hosts_mutex);
   g_hosts_clock.join(h.clock);
 }
+
+}  // namespace seg::sim::detail
+
+namespace seg::sim {
+
+void start_op_trace() {
+  detail::Lock lock = detail::runtime_lock();
+  detail::g_trace.clear();
+  detail::g_trace_open.clear();
+  detail::g_tracing = true;
+}
+
+std::vector<TracedOp> take_op_trace() {
+  detail::Lock lock = detail::runtime_lock();
+  detail::g_tracing = false;
+  detail::g_trace_open.clear();
+  std::vector<TracedOp> trace;
+  trace.swap(detail::g_trace);
+  return trace;
+}
+
+}  // namespace seg::sim
+
+namespace seg::sim::detail {
 
 void record_fault(const KernelFault& fault, int device, bool stops_device) {
   if (g_faults.size() < kMaxPendingFaults) g_faults.push_back(fault);

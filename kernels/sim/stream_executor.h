@@ -17,7 +17,13 @@
 // wait for yet: a GPU may run them at any time), so independent streams run in a random order.
 //
 // Deadlock-free by construction: an op only depends on ops enqueued before it, so the oldest
-// pending op can always run.
+// pending op can always run. The one exception is a joint op (struct Joint below: an NCCL
+// collective, one member op per rank's stream): its members run together, once all of them are
+// queued and all their dependencies are done, so a member waits for its peers' predecessors,
+// which may have been queued after it. A sync that needs a member of an incomplete joint op waits
+// (another host thread may queue the rest) up to the joint op's timeout, and a joint op whose
+// members' predecessors wait for the joint op itself (a cycle: a GPU would hang) fails at once;
+// a failed joint op's members then run alone and report the failure as a fault.
 //
 // Locking: one runtime mutex guards every structure here; the executor releases it while an op
 // runs, so other host threads may enqueue (or run other ops) meanwhile.
@@ -25,6 +31,7 @@
 
 #include <cuda_runtime.h>
 
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -44,6 +51,7 @@ constexpr int kMaxDevices = 64;
 
 class Op;
 using OpPtr = std::shared_ptr<Op>;
+struct Joint;
 struct CaptureSession;
 struct LastCounted;  // stream_ops.h
 
@@ -86,6 +94,32 @@ class Op {
   enum class State : uint8_t { pending, running, done } state = State::pending;
   bool cancelled = false;  // skipped: its device faulted before it ran
   uint64_t time_ns = 0;    // simulated device time when it finished (event timing)
+  std::shared_ptr<Joint> joint;  // set before submit: a member of a joint op
+};
+
+// Ops on several streams that run as one, on one host thread: an NCCL collective (nccl_*.cpp),
+// whose kernels on every GPU spin until all of them have started. The executor runs it when all
+// `expected` members are queued and every member's dependencies are done: it checks each member's
+// accesses() with the race detector, then calls run() once (members' execute() is not called).
+// Until then syncs that need a member wait; after timeout() of waiting the joint op fails. A failed
+// joint op (timeout, cycle, or fail_joint: ncclCommAbort, mismatched calls) never runs as one:
+// each member runs alone through its execute(), which reports `failure`.
+struct Joint {
+  virtual ~Joint() = default;
+  // Runs the collective's work (runtime lock not held, device memory open).
+  virtual void run(OpRun& run) = 0;
+  // Why it is still waiting after timeout(): which members never came (lock held).
+  virtual std::string timeout_message() const = 0;
+  virtual std::chrono::nanoseconds timeout() const = 0;
+  // Told (lock held) that it failed, with the message, before its members run.
+  virtual void on_failure(const std::string& message) { (void)message; }
+
+  // Kept by the executor under the runtime lock.
+  size_t expected = 0;
+  std::vector<OpPtr> members;  // queued so far, in submit order; cleared once run or failed
+  std::string failure;         // non-empty: failed
+  bool started = false;        // run() was called
+  std::chrono::steady_clock::time_point waiting_since{};  // the first sync that waited for it
 };
 
 // A code address for reports: "function (file:line)" when addr2line can say, else "exe+0x1234".
@@ -220,6 +254,9 @@ void run_until(Lock& lock, const std::vector<OpPtr>& targets);
 void run_one_toward(Lock& lock, const std::vector<OpPtr>& targets);  // at most one op
 std::vector<OpPtr> pending_ops(int device);                          // -1: every device
 bool all_done(const std::vector<OpPtr>& ops);
+// Makes a joint op fail with `message` (lock held): its queued members run alone and report it;
+// members submitted later as well. Wakes syncs waiting for it.
+void fail_joint(Joint& joint, const std::string& message);
 // The calling host thread has seen `ops` finish: everything it enqueues later happens after them.
 void host_acquire(const std::vector<OpPtr>& ops);
 
