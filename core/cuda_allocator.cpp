@@ -37,23 +37,36 @@ std::string mib(size_t bytes) {
   return buf;
 }
 
-// Events for pending frees, recycled (cudaEventCreate is not free).
+// Events for pending frees, recycled (cudaEventCreate is not free), per device: an event can only
+// be recorded on a stream of the device it was created on, and pinned host memory is shared by
+// every GPU's streams (several with --gpus 0-3).
 class EventPool {
  public:
-  cudaEvent_t get() {
-    if (!free_.empty()) {
-      cudaEvent_t e = free_.back();
-      free_.pop_back();
+  // An event of the device `stream` belongs to.
+  cudaEvent_t get(cuda::Stream stream) {
+    int device = 0;
+    check_cuda(cudaStreamGetDevice(stream, &device), "asking which device a stream belongs to");
+    std::vector<cudaEvent_t>& free = free_[device];
+    if (!free.empty()) {
+      cudaEvent_t e = free.back();
+      free.pop_back();
       return e;
     }
+    int current = 0;
+    check_cuda(cudaGetDevice(&current), "asking for the current device");
+    if (current != device) check_cuda(cudaSetDevice(device), "selecting a stream's device");
     cudaEvent_t e = nullptr;
-    check_cuda(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "creating an allocator event");
+    const cudaError_t err = cudaEventCreateWithFlags(&e, cudaEventDisableTiming);
+    if (current != device) (void)cudaSetDevice(current);
+    check_cuda(err, "creating an allocator event");
+    device_of_[e] = device;
     return e;
   }
-  void put(cudaEvent_t e) { free_.push_back(e); }
+  void put(cudaEvent_t e) { free_[device_of_.at(e)].push_back(e); }
 
  private:
-  std::vector<cudaEvent_t> free_;
+  std::map<int, std::vector<cudaEvent_t>> free_;
+  std::map<cudaEvent_t, int> device_of_;
 };
 
 // A block waiting for events before it may be reused.
@@ -113,7 +126,7 @@ class StreamCachingAllocator final : public Allocator {
     Pending p{ptr, size, home, {}};
     for (cuda::Stream s : streams) {
       if (!pinned_ && s == home) continue;  // ordered by the home stream itself
-      cudaEvent_t e = events_.get();
+      cudaEvent_t e = events_.get(s);
       check_cuda(cudaEventRecord(e, s), "recording a stream's last use of a freed block");
       p.events.push_back(e);
     }

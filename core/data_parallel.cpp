@@ -16,8 +16,10 @@ namespace seg {
 void broadcast_from_root(Communicator& comm, const std::vector<Tensor>& tensors) {
   if (comm.size() == 1) return;
   for (const Tensor& t : tensors) {
-    SEG_CHECK(t.device() == comm.device() && t.is_contiguous(), runtime, "broadcast_from_root: ", t.str(),
-              " must be a contiguous tensor on ", comm.device().str(), ", where the communicator's buffers live");
+    // Host tensors travel on every communicator (an NCCL one stages them: BatchNorm's batch
+    // counter stays on the host); device tensors only on their GPU's.
+    SEG_CHECK((t.device() == comm.device() || t.device().is_cpu()) && t.is_contiguous(), runtime, "broadcast_from_root: ",
+              t.str(), " must be a contiguous tensor on ", comm.device().str(), " or the CPU");
     comm.broadcast(t.data_ptr(), static_cast<int64_t>(t.nbytes()), 0);
   }
 }

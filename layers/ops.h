@@ -80,11 +80,15 @@ void check_loss_stats(const LossStats& stats, int64_t num_classes);
 // Upstream's pixel accuracy counts of logits [..., C] against labels (-1 ignored) into `stats`.
 void pixel_accuracy_counts(const Tensor& logits, const Tensor& labels, Tensor& stats);
 
-// SyncBN's hook: sums a vector of per-channel statistics over all ranks (in place). Null = one rank.
+// SyncBN's hook: sums per-channel statistics over all ranks. Null = one rank.
 class BatchNormReducer {
  public:
   virtual ~BatchNormReducer() = default;
-  virtual void allreduce_sum(std::vector<double>& values) = 0;
+  // In place: a contiguous f64 tensor on the activations' device (the CPU, or this rank's GPU,
+  // where the sum is queued on the current stream: no host wait).
+  virtual void allreduce_sum(Tensor& values) = 0;
+  // The sum over the ranks of their value counts: a host number (BatchNorm's global count M).
+  virtual double sum_count(double count) = 0;
 };
 
 struct BatchNormOptions {

@@ -26,43 +26,25 @@ namespace seg::ops {
 namespace {
 DType param_dtype_for(DType x) { return x == DType::f64 ? DType::f64 : DType::f32; }
 
-// SyncBN's reducer works on host vectors; on a GPU it would need a device-buffer all-reduce.
-void check_reducer_device(const BatchNormReducer* reducer, const Tensor& x) {
-  if (reducer && !x.device().is_cpu())
-    throw Error(ErrorKind::device, str("batch_norm: SyncBN (a BatchNormReducer) on ", x.device().str(),
-                                       " needs an all-reduce of device buffers, which comes with multi-GPU training"))
-        .op("batch_norm")
-        .hint("train on one GPU without SyncBN, or on the CPU");
-}
-
-// SyncBN's forward all-reduce in two steps that keep the precision of the local moments:
-// (1) sums n*mean and the count -> the global mean; (2) each rank's squared deviations from the
-// global mean, M2_r + n_r*(mean_r - mean)^2 -> the global M2. Host memory (CPU tensors).
-double sync_moments(BatchNormReducer& reducer, double* mu, double* m2, int64_t C, int64_t P) {
-  std::vector<double> first(static_cast<size_t>(C + 1));
-  // A rank with an empty sub-batch (P = 0) contributes nothing; its local mean may be 0/0.
-  for (int64_t c = 0; c < C; ++c) first[c] = P > 0 ? mu[c] * static_cast<double>(P) : 0.0;
-  first[static_cast<size_t>(C)] = static_cast<double>(P);
+// SyncBN's forward all-reduce in two steps that keep the precision of the local moments, with the
+// kernels of both devices (kernels/{cpu,cuda}/batchnorm.h): (1) sums n*mean -> with the global
+// count M, the global mean; (2) each rank's squared deviations from the global mean,
+// M2_r + n_r*(mean_r - mean)^2 -> the global M2. Everything stays on the activations' device except
+// the count (a host number the finalize step needs).
+template <class Dev>
+double sync_moments(Dev dev, BatchNormReducer& reducer, const Tensor& moments, int64_t C, int64_t P) {
+  (void)dev;
+  double* mu = moments.data<double>();
+  double* m2 = mu + C;
+  Tensor first = moments.new_empty({C}, DType::f64);
+  SEG_KERNEL(dev, bn_sync_first)(mu, P, C, first.data<double>());
   reducer.allreduce_sum(first);
-  const double M = first[static_cast<size_t>(C)];
-  std::vector<double> second(static_cast<size_t>(C));
-  for (int64_t c = 0; c < C; ++c) {
-    const double global = first[c] / M, d = mu[c] - global;
-    second[c] = P > 0 ? m2[c] + static_cast<double>(P) * d * d : 0.0;
-    mu[c] = global;
-  }
+  const double M = reducer.sum_count(static_cast<double>(P));
+  if (!(M > 0)) return M;  // no rank has a value: the caller's "more than one value" error
+  SEG_KERNEL(dev, bn_sync_second)(first.data<double>(), M, P, C, mu, m2);
+  Tensor second = moments.slice(0, 1, 2);
   reducer.allreduce_sum(second);
-  for (int64_t c = 0; c < C; ++c) m2[c] = second[c];
   return M;
-}
-
-// The backward all-reduce of (sum dy, sum dy*xhat, count). Host memory.
-double sync_sums(BatchNormReducer& reducer, double* sums, int64_t C, int64_t P) {
-  std::vector<double> v(sums, sums + 2 * C);
-  v.push_back(static_cast<double>(P));
-  reducer.allreduce_sum(v);
-  for (int64_t i = 0; i < 2 * C; ++i) sums[i] = v[static_cast<size_t>(i)];
-  return v.back();
 }
 }  // namespace
 
@@ -88,13 +70,13 @@ Tensor batch_norm(const Tensor& x_in, const Tensor& gamma, const Tensor& beta, T
               t->defined() ? t->str() : "undefined", " for ", C, " channels");
     check_dtype(*t, pdt, op, "parameters and statistics");
   }
-  check_reducer_device(opt.reducer, x_in);
   const Tensor x = x_in.contiguous();
   SEG_PROFILE(op, "forward", {{"x", prof_tensor(x)}, {"training", opt.training}});
   Tensor y = x.new_empty(x.shape());
   Tensor stats = x.new_empty({3, C}, pdt);  // mean, invstd, scale = gamma * invstd
-  const Tensor moments = opt.training ? x.new_empty({2, C}, DType::f64) : Tensor();
+  Tensor moments = opt.training ? x.new_empty({2, C}, DType::f64) : Tensor();
 
+  double global_count = static_cast<double>(P);  // M: this rank's P, or the ranks' sum under SyncBN
   SEG_DISPATCH_DEVICE(op, x, SEG_CPU_FLOAT_DTYPES, SEG_CUDA_FLOAT_DTYPES, [&](auto dev, auto tag) {
     using T = SEG_TYPE(tag);
     using A = std::conditional_t<std::is_same_v<T, double>, double, float>;
@@ -103,9 +85,13 @@ Tensor batch_norm(const Tensor& x_in, const Tensor& gamma, const Tensor& beta, T
     double* m2 = opt.training ? mu + C : nullptr;
     double M = static_cast<double>(P);
     if (opt.training) {
-      SEG_KERNEL_WS(dev, x.new_empty({static_cast<int64_t>(cuda::bn_reduce_workspace_bytes(P, C))}, DType::u8).data_ptr(),
-                    bn_channel_moments<T>)(x.data<T>(), P, C, mu, m2);
-      if (opt.reducer) M = sync_moments(*opt.reducer, mu, m2, C, P);
+      // A rank with an empty sub-batch (P = 0) contributes zero sums and no count to SyncBN.
+      if (P == 0) moments.zero_();
+      else
+        SEG_KERNEL_WS(dev, x.new_empty({static_cast<int64_t>(cuda::bn_reduce_workspace_bytes(P, C))}, DType::u8).data_ptr(),
+                      bn_channel_moments<T>)(x.data<T>(), P, C, mu, m2);
+      if (opt.reducer) M = sync_moments(dev, *opt.reducer, moments, C, P);
+      global_count = M;
       if (!(M > 1))
         throw Error(ErrorKind::usage, str(op, ": training needs more than one value per channel, got input ", x.str()))
             .op(op)
@@ -117,7 +103,7 @@ Tensor batch_norm(const Tensor& x_in, const Tensor& gamma, const Tensor& beta, T
   });
 
   record(op, {x_in, gamma, beta}, {y},
-         [x, gamma = gamma.detach(), stats, training = opt.training, reducer = opt.reducer, P, C](
+         [x, gamma = gamma.detach(), stats, training = opt.training, reducer = opt.reducer, P, C, global_count](
              const std::vector<Tensor>& grads) {
            SEG_PROFILE("batch_norm", "backward", {{"x", prof_tensor(x)}, {"training", training}});
            const Tensor dy = grads[0].contiguous();
@@ -138,8 +124,9 @@ Tensor batch_norm(const Tensor& x_in, const Tensor& gamma, const Tensor& beta, T
              // dgamma/dbeta are this rank's parameter gradients (all-reduced later with the other
              // gradients); dx needs the global sums.
              SEG_KERNEL(dev, bn_param_grads<A>)(sum_dy, sum_dy_xhat, C, dgamma.data<A>(), dbeta.data<A>());
-             double M = static_cast<double>(P);
-             if (training && reducer) M = sync_sums(*reducer, sum_dy, C, P);
+             // SyncBN: the global sums (both rows of `sums`) and forward's global count.
+             if (training && reducer) reducer->allreduce_sum(sums);
+             const double M = training && reducer ? global_count : static_cast<double>(P);
              A* k1 = k.data<A>();
              SEG_KERNEL(dev, bn_backward_coefficients<A>)(sum_dy, sum_dy_xhat, C, M, training, gamma.data<A>(), invstd, k1,
                                                           k1 + C, k1 + 2 * C);

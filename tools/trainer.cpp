@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <mutex>
 #include <thread>
@@ -192,11 +193,6 @@ TrainSummary train_rank(const Config& cfg, const CommonFlags& flags, const Train
                                       ") moves data on ", comm.device().str()))
         .key("--device")
         .hint("GPUs train data parallel with --gpus 0-1 (one process, NCCL); mpirun ranks train on the CPU");
-  if (ranks > 1 && device.is_cuda() && cfg.TRAIN.sync_bn)
-    throw Error(ErrorKind::usage, "SyncBN between GPUs is not built yet (its statistics are all-reduced on the host)")
-        .key("TRAIN.sync_bn")
-        .hint("set TRAIN.sync_bn False: each GPU normalises with its own sub-batch's statistics, and rank 0's running "
-              "statistics go to every GPU at each epoch end");
   check_same_run(comm, run_description(cfg, device));
   const int64_t per_rank = cfg.TRAIN.sub_batches_per_rank;
   const int64_t micro_steps = cfg.TRAIN.accum_steps * per_rank;  // backward passes per optimizer step
@@ -560,10 +556,6 @@ TrainSummary train_rank(const Config& cfg, const CommonFlags& flags, const Train
 // error reported is the first one that is not such an abort.
 TrainSummary train_threads(const Config& cfg, const CommonFlags& flags, const TrainRunOptions& opt,
                            const std::vector<int>& gpus) {
-  if (launched_by_mpi() && world().size() > 1)
-    throw Error(ErrorKind::usage, "--gpus with several GPUs under mpirun: give each process one GPU")
-        .key("--gpus")
-        .hint("one process drives several GPUs (segtrain train --gpus 0-3), or mpirun runs CPU ranks");
   for (size_t a = 0; a < gpus.size(); ++a)
     for (size_t b = a + 1; b < gpus.size(); ++b)
       if (gpus[a] == gpus[b])
@@ -579,10 +571,12 @@ TrainSummary train_threads(const Config& cfg, const CommonFlags& flags, const Tr
   for (size_t r = 0; r < gpus.size(); ++r) {
     threads.emplace_back([&, r] {
       try {
+        // Everything this thread creates (streams, events, allocations) belongs to its GPU.
+        set_current_cuda_device(gpus[r]);
         if (flags.comm_timeout > 0) comms[r]->set_timeout_seconds(flags.comm_timeout);
         CommonFlags mine = flags;
         mine.gpus = std::to_string(gpus[r]);
-        const Device device = resolve_device(mine);  // current device, TF32 setting, the engine line
+        const Device device = resolve_device(mine);  // the TF32 setting, the engine line
         summaries[r] = train_rank(cfg, mine, opt, *comms[r], device);
         synchronize(device);
       } catch (...) {
@@ -604,10 +598,38 @@ TrainSummary train_threads(const Config& cfg, const CommonFlags& flags, const Tr
   return summaries[0];
 }
 
+// mpirun with --gpus LIST: LIST is each machine's GPUs, and the process of local rank i drives
+// LIST[i]; NCCL's unique id travels over MPI (ncclCommInitRank), so machines may be several.
+// Written against NCCL's API but never run: the simulator's NCCL lives inside one process.
+TrainSummary train_mpi_gpu(const Config& cfg, const CommonFlags& flags, const TrainRunOptions& opt,
+                           const std::vector<int>& gpus) {
+  Communicator& processes = world();
+  const char* local_env = std::getenv("OMPI_COMM_WORLD_LOCAL_RANK");
+  if (local_env == nullptr) local_env = std::getenv("MPI_LOCALRANKID");
+  if (local_env == nullptr)
+    throw Error(ErrorKind::usage, "mpirun with --gpus: the launcher did not say which process is which on its machine")
+        .key("--gpus")
+        .hint("use Open MPI's mpirun (it sets OMPI_COMM_WORLD_LOCAL_RANK)");
+  const int local = std::atoi(local_env);
+  if (local < 0 || local >= static_cast<int>(gpus.size()))
+    throw Error(ErrorKind::usage, str("rank ", processes.rank(), " is process ", local, " of its machine, but --gpus ",
+                                      flags.gpus, " names ", gpus.size(), " GPU(s)"))
+        .key("--gpus")
+        .hint("start at most as many processes per machine as --gpus lists (mpirun -npernode N)");
+  CommonFlags mine = flags;
+  mine.gpus = std::to_string(gpus[static_cast<size_t>(local)]);
+  const Device device = resolve_device(mine);
+  set_current_cuda_device(device.index);
+  std::unique_ptr<Communicator> nccl = make_nccl_communicator(processes, device.index);
+  if (flags.comm_timeout > 0) nccl->set_timeout_seconds(flags.comm_timeout);
+  return train_rank(cfg, mine, opt, *nccl, device);
+}
+
 }  // namespace
 
 TrainSummary run_training(const Config& cfg, const CommonFlags& flags, const TrainRunOptions& opt) {
   const std::vector<int> gpus = flags.gpus.empty() ? std::vector<int>{} : parse_gpu_list(flags.gpus);
+  if (launched_by_mpi() && world().size() > 1 && !gpus.empty()) return train_mpi_gpu(cfg, flags, opt, gpus);
   if (gpus.size() > 1) return train_threads(cfg, flags, opt, gpus);
   // One process: alone, or one rank of mpirun's (docs/distributed.md).
   return train_rank(cfg, flags, opt, world(), resolve_device(flags));

@@ -72,10 +72,15 @@ TEST_CASE("batch_norm with a reducer: two identical ranks give the single-rank r
   // A fake all-reduce that behaves as if a second rank held the same batch: doubling every sum
   // (including the count) must not change the statistics or the gradients.
   struct Doubling : ops::BatchNormReducer {
-    int calls = 0;
-    void allreduce_sum(std::vector<double>& v) override {
+    int calls = 0, counts = 0;
+    void allreduce_sum(Tensor& v) override {
       ++calls;
-      for (double& d : v) d *= 2;
+      double* d = v.data<double>();
+      for (int64_t i = 0; i < v.numel(); ++i) d[i] *= 2;
+    }
+    double sum_count(double count) override {
+      ++counts;
+      return 2 * count;
     }
   } reducer;
   const int64_t C = 5;
@@ -95,6 +100,7 @@ TEST_CASE("batch_norm with a reducer: two identical ranks give the single-rank r
   y1.backward(dy);
   y2.backward(dy);
   CHECK(reducer.calls == 3);  // forward: global mean, then global squared deviations; backward: sums
+  CHECK(reducer.counts == 1);  // the global count, once in forward (backward reuses it)
   SEG_CHECK_CLOSE(x1.grad(), x2.grad(), Tolerance{1e-12, 0});
   SEG_CHECK_CLOSE(g1.grad(), g2.grad(), Tolerance{1e-12, 0});
   // Unbiased variance uses the global count: M = 2P instead of P.

@@ -19,6 +19,8 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -158,4 +160,78 @@ TEST_CASE("segtrain_sim reports its GPU as simulated, and a GPU it does not have
   INFO(r.output);
   CHECK(r.exit_code != 0);
   CHECK(r.output.find("cuda:7") != std::string::npos);
+}
+
+// --gpus 0-1 (issue 16's GPU half): one process, a thread per simulated GPU, NCCL (the simulator's)
+// between them. Two GPUs with one sub-batch each must train exactly as one GPU that runs the same
+// two sub-batches as gradient accumulation (TRAIN.sub_batches_per_rank 2): the same images per
+// sub-batch, the same seed S/2 per backward, the sum g0 + g1 of the same two f32 gradients (NCCL's
+// rank-order sum against the accumulation's one addition), BatchNorm per sub-batch in both. So
+// the losses are compared for equality, not within a tolerance.
+TEST_CASE("segtrain train --gpus 0-1 on two simulated GPUs equals one GPU running both sub-batches") {
+  struct SimDevices {  // segtrain_sim reads SEG_SIM_DEVICES at start-up
+    SimDevices() { ::setenv("SEG_SIM_DEVICES", "2", 1); }
+    ~SimDevices() { ::unsetenv("SEG_SIM_DEVICES"); }
+  } two;
+  // Small images (32 px, at most 48): the simulator runs a step of two GPUs in seconds.
+  auto small = [](const std::string& dir, const std::vector<std::string>& flags, const char* steps) {
+    std::vector<std::string> args = {"train", "--cfg", seg::test::config_file()};
+    args.insert(args.end(), flags.begin(), flags.end());
+    args = with_overrides(args, dir);
+    for (const char* o : {"DATASET.imgSizes", "(32,)", "DATASET.imgMaxSize", "48", "TRAIN.epoch_iters"}) args.push_back(o);
+    args.push_back(steps);
+    return run_segtrain(args);
+  };
+  const std::string two_dir = seg::test::fresh_dir("cli_cuda_two_gpus"), one_dir = seg::test::fresh_dir("cli_cuda_one_gpu");
+  const auto two_gpus = small(two_dir, {"--gpus", "0-1", "--no-tf32", "TRAIN.sync_bn", "False"}, "2");
+  INFO(two_gpus.output);
+  REQUIRE(two_gpus.exit_code == 0);
+  CHECK(two_gpus.output.find("data parallel: NCCL 2.") != std::string::npos);
+  CHECK(two_gpus.output.find("(simulated): rank 0 of 2, cuda:0") != std::string::npos);
+  CHECK(two_gpus.output.find("2 ranks x 1 sub-batch(es) of 2 images") != std::string::npos);
+  const auto one_gpu = small(one_dir, {"--device", "cuda:0", "--no-tf32", "TRAIN.sub_batches_per_rank", "2"}, "2");
+  INFO(one_gpu.output);
+  REQUIRE(one_gpu.exit_code == 0);
+  const std::vector<double> two_losses = history_losses(two_dir), one_losses = history_losses(one_dir);
+  REQUIRE(two_losses.size() == 2);
+  REQUIRE(one_losses.size() == 2);
+  MESSAGE("losses: two GPUs ", two_losses[0], ", ", two_losses[1], "; one GPU ", one_losses[0], ", ", one_losses[1]);
+  CHECK(two_losses == one_losses);
+  // Rank 0 wrote the checkpoint: the same weights as the one-GPU run's, bit for bit. (Not the
+  // running statistics: one GPU updates them once per sub-batch, each of two GPUs once per step.)
+  const seg::SafetensorsFile a = seg::read_safetensors(two_dir + "/encoder_epoch_1.safetensors");
+  const seg::SafetensorsFile b = seg::read_safetensors(one_dir + "/encoder_epoch_1.safetensors");
+  REQUIRE(a.tensors.size() == b.tensors.size());
+  int compared = 0;
+  for (const auto& [name, t] : a.tensors) {
+    if (name.find("running") != std::string::npos || name.find("num_batches") != std::string::npos) continue;
+    ++compared;
+    CAPTURE(name);
+    const seg::Tensor* want = b.find(name);
+    REQUIRE(want != nullptr);
+    REQUIRE(t.nbytes() == want->nbytes());
+    CHECK(std::memcmp(t.data_ptr(), want->data_ptr(), t.nbytes()) == 0);
+  }
+  CHECK(compared > 100);
+
+  // SyncBN (the default): the statistics of both sub-batches, all-reduced on the devices. The
+  // first step's loss is a forward pass of the same weights: with the union's statistics it differs
+  // from the per-GPU statistics' loss.
+  const std::string sync_dir = seg::test::fresh_dir("cli_cuda_sync_bn");
+  // One step (the simulator is slow): its loss is the forward pass under the union's statistics.
+  const auto sync_bn = small(sync_dir, {"--gpus", "0-1", "--no-tf32"}, "1");
+  INFO(sync_bn.output);
+  REQUIRE(sync_bn.exit_code == 0);
+  CHECK(sync_bn.output.find("BatchNorm synchronised over the ranks") != std::string::npos);
+  const std::vector<double> sync_losses = history_losses(sync_dir);
+  REQUIRE(sync_losses.size() == 1);
+  MESSAGE("SyncBN first loss: ", sync_losses[0], " (per-GPU BatchNorm: ", two_losses[0], ")");
+  CHECK(std::isfinite(sync_losses[0]));
+  CHECK(sync_losses[0] != two_losses[0]);
+  // Several GPUs are for train only.
+  const auto eval = run_segtrain(with_overrides({"eval", "--cfg", seg::test::config_file(), "--checkpoint", "epoch_1.pth",
+                                                 "--gpus", "0-1", "--max-images", "1"},
+                                                one_dir));
+  CHECK(eval.exit_code == 2);
+  CHECK(eval.output.find("for segtrain train") != std::string::npos);
 }
