@@ -134,7 +134,7 @@ class NcclCommunicator final : public Communicator {
     (void)live();
     set_current_cuda_device(device_);
     const cuda::Stream compute = current_stream(device());
-    auto pending = std::make_unique<AsyncSum>(*this, compute);
+    auto pending = std::make_unique<AsyncSum>(compute);
     // The comm stream reads the buffer only after the compute stream has written it ...
     pending->ready.record(compute);
     pending->ready.wait(comm_stream_);
@@ -203,14 +203,13 @@ class NcclCommunicator final : public Communicator {
   static constexpr int64_t kStagingBytes = 1 << 16;
 
   struct AsyncSum final : Pending {
-    AsyncSum(NcclCommunicator& c, cuda::Stream compute) : owner(c), compute(compute) {}
+    explicit AsyncSum(cuda::Stream compute) : compute(compute) {}
     void wait() override {
       if (waited) return;
       done.wait(compute);  // on the device: no host wait
       waited = true;
     }
     bool test() override { return done.query(); }
-    NcclCommunicator& owner;
     cuda::Stream compute;
     Event ready, done;
     bool waited = false;

@@ -304,7 +304,7 @@ GradientAllReduce::Stats GradientAllReduce::stats() const {
   out.buckets = static_cast<int64_t>(state_->buckets.size());
   out.started_in_backward = last_started_in_backward_;
   for (const State::Bucket& b : state_->buckets) {
-    out.bytes += b.on_device() ? static_cast<int64_t>(b.device_buffer.nbytes()) : static_cast<int64_t>(b.buffer.size());
+    out.bytes += b.count() * static_cast<int64_t>(b.element());
     if (is_half(b.dtype)) ++out.half_buckets;
   }
   return out;

@@ -1,9 +1,9 @@
 #include "tools/run_setup.h"
 
 #include <algorithm>
-#include <mutex>
 #include <cctype>
 #include <cstdio>
+#include <mutex>
 
 #include "core/comm.h"
 #include "core/error.h"

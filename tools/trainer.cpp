@@ -9,9 +9,9 @@
 #include <cstdlib>
 #include <functional>
 #include <mutex>
-#include <thread>
-#include <optional>
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <thread>
 #include <unordered_map>
 
 #include "core/allocator.h"
@@ -564,9 +564,8 @@ TrainSummary train_threads(const Config& cfg, const CommonFlags& flags, const Tr
   std::vector<std::unique_ptr<Communicator>> comms = make_nccl_communicators(gpus);
   std::vector<TrainSummary> summaries(gpus.size());
   std::vector<std::exception_ptr> errors(gpus.size());
-  std::vector<char> primary(gpus.size(), 0);  // the error is the rank's own, not the abort of another's
   std::mutex failed_mutex;
-  bool failed = false;
+  std::optional<size_t> first_failed;  // its error is the rank's own, the others' may be the abort
   std::vector<std::thread> threads;
   for (size_t r = 0; r < gpus.size(); ++r) {
     threads.emplace_back([&, r] {
@@ -582,19 +581,15 @@ TrainSummary train_threads(const Config& cfg, const CommonFlags& flags, const Tr
       } catch (...) {
         errors[r] = std::current_exception();
         std::lock_guard<std::mutex> lock(failed_mutex);
-        if (!failed) {
-          failed = true;
-          primary[r] = 1;
+        if (!first_failed) {
+          first_failed = r;
           for (auto& c : comms) c->abort(1);
         }
       }
     });
   }
   for (std::thread& t : threads) t.join();
-  for (size_t r = 0; r < gpus.size(); ++r)
-    if (primary[r]) std::rethrow_exception(errors[r]);
-  for (const std::exception_ptr& e : errors)
-    if (e) std::rethrow_exception(e);
+  if (first_failed) std::rethrow_exception(errors[*first_failed]);
   return summaries[0];
 }
 
