@@ -260,17 +260,8 @@ TEST_CASE("SyncBN over 2 GPUs equals one BatchNorm over the union: unequal and e
     CAPTURE(n0);
     CAPTURE(n1);
     const int64_t N = n0 + n1;
-    const Tensor x = seg::test::randn({N, H, W, C}, DType::f64, 31, 2.0);
-    const Tensor dy = seg::test::randn({N, H, W, C}, DType::f64, 32);
-    const Tensor gamma0 = seg::test::randn({C}, DType::f64, 33), beta0 = seg::test::randn({C}, DType::f64, 34);
     // One BatchNorm over the union, in f64 on the CPU: the reference.
-    Tensor rm_ref = Tensor::zeros({C}, DType::f64, Device::cpu()), rv_ref = Tensor::full({C}, 1.0, DType::f64, Device::cpu());
-    Tensor xr = x.clone().set_requires_grad(true);
-    Tensor gr = gamma0.clone().set_requires_grad(true), br = beta0.clone().set_requires_grad(true);
-    ops::BatchNormOptions opt;
-    opt.momentum = 0.25;
-    const Tensor y_ref = ops::batch_norm(xr, gr, br, rm_ref, rv_ref, opt);
-    y_ref.backward(dy);
+    const seg::test::UnionBatchNorm ref = seg::test::union_batch_norm(N, H, W, C);
     struct RankResult {
       Tensor y, dx, rm, rv, dgamma, dbeta;
     };
@@ -279,13 +270,13 @@ TEST_CASE("SyncBN over 2 GPUs equals one BatchNorm over the union: unequal and e
       CommBatchNormReducer reducer(c);
       const int64_t lo = r == 0 ? 0 : n0, hi = r == 0 ? n0 : N;
       const Device d = c.device();
-      Tensor xl = x.slice(0, lo, hi).contiguous().to(DType::f32).to(d).set_requires_grad(true);
-      Tensor gl = gamma0.to(DType::f32).to(d).set_requires_grad(true), bl = beta0.to(DType::f32).to(d).set_requires_grad(true);
+      Tensor xl = ref.x.slice(0, lo, hi).contiguous().to(DType::f32).to(d).set_requires_grad(true);
+      Tensor gl = ref.gamma.to(DType::f32).to(d).set_requires_grad(true), bl = ref.beta.to(DType::f32).to(d).set_requires_grad(true);
       Tensor rm = Tensor::zeros({C}, DType::f32, d), rv = Tensor::full({C}, 1.0, DType::f32, d);
-      ops::BatchNormOptions o = opt;
+      ops::BatchNormOptions o = ref.options;
       o.reducer = &reducer;
       const Tensor y = ops::batch_norm(xl, gl, bl, rm, rv, o);
-      y.backward(dy.slice(0, lo, hi).contiguous().to(DType::f32).to(d));
+      y.backward(ref.dy.slice(0, lo, hi).contiguous().to(DType::f32).to(d));
       auto host = [](const Tensor& t) { return t.to(Device::cpu()).to(DType::f64); };
       res[r] = RankResult{host(y), host(xl.grad()), host(rm), host(rv), host(gl.grad()), host(bl.grad())};
     });
@@ -295,15 +286,15 @@ TEST_CASE("SyncBN over 2 GPUs equals one BatchNorm over the union: unequal and e
       CAPTURE(r);
       const int64_t lo = r == 0 ? 0 : n0, hi = r == 0 ? n0 : N;
       if (hi > lo) {
-        SEG_CHECK_CLOSE(res[r].y, y_ref.slice(0, lo, hi).contiguous(), tol);
-        SEG_CHECK_CLOSE(res[r].dx, xr.grad().slice(0, lo, hi).contiguous(), tol);
+        SEG_CHECK_CLOSE(res[r].y, ref.y.slice(0, lo, hi).contiguous(), tol);
+        SEG_CHECK_CLOSE(res[r].dx, ref.dx.slice(0, lo, hi).contiguous(), tol);
       }
-      SEG_CHECK_CLOSE(res[r].rm, rm_ref, tol);
-      SEG_CHECK_CLOSE(res[r].rv, rv_ref, tol);
+      SEG_CHECK_CLOSE(res[r].rm, ref.running_mean, tol);
+      SEG_CHECK_CLOSE(res[r].rv, ref.running_var, tol);
     }
     // dgamma, dbeta are each rank's part; their sum over the ranks is the union's.
-    SEG_CHECK_CLOSE(ops::add(res[0].dgamma, res[1].dgamma), gr.grad(), tol);
-    SEG_CHECK_CLOSE(ops::add(res[0].dbeta, res[1].dbeta), br.grad(), tol);
+    SEG_CHECK_CLOSE(ops::add(res[0].dgamma, res[1].dgamma), ref.dgamma, tol);
+    SEG_CHECK_CLOSE(ops::add(res[0].dbeta, res[1].dbeta), ref.dbeta, tol);
   }
 }
 

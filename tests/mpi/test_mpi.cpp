@@ -237,40 +237,32 @@ TEST_CASE("SyncBN over 2 ranks equals one BatchNorm over the union: unequal and 
       CAPTURE(n0);
       CAPTURE(n1);
       const int64_t N = n0 + n1;
-      const Tensor x = randn({N, H, W, C}, DType::f64, 31, 2.0);
-      const Tensor dy = randn({N, H, W, C}, DType::f64, 32);
-      const Tensor gamma0 = randn({C}, DType::f64, 33), beta0 = randn({C}, DType::f64, 34);
       // One BatchNorm over the union, in f64: the reference.
-      Tensor rm_ref = Tensor::zeros({C}, DType::f64, Device::cpu()), rv_ref = Tensor::full({C}, 1.0, DType::f64, Device::cpu());
-      Tensor xr = x.clone().set_requires_grad(true);
-      Tensor gr = gamma0.clone().set_requires_grad(true), br = beta0.clone().set_requires_grad(true);
-      ops::BatchNormOptions opt;
-      opt.momentum = 0.25;
-      const Tensor y_ref = ops::batch_norm(xr, gr, br, rm_ref, rv_ref, opt);
-      y_ref.backward(dy);
+      const seg::test::UnionBatchNorm ref = seg::test::union_batch_norm(N, H, W, C);
+      ops::BatchNormOptions opt = ref.options;
       // This rank's rows of the union.
       const int64_t lo = c.rank() == 0 ? 0 : n0, hi = c.rank() == 0 ? n0 : N;
       const DType pdt = dt == DType::f64 ? DType::f64 : DType::f32;
-      Tensor xl = x.slice(0, lo, hi).contiguous().to(dt).set_requires_grad(true);
-      Tensor gl = gamma0.to(pdt).set_requires_grad(true), bl = beta0.to(pdt).set_requires_grad(true);
+      Tensor xl = ref.x.slice(0, lo, hi).contiguous().to(dt).set_requires_grad(true);
+      Tensor gl = ref.gamma.to(pdt).set_requires_grad(true), bl = ref.beta.to(pdt).set_requires_grad(true);
       Tensor rm = Tensor::zeros({C}, pdt, Device::cpu()), rv = Tensor::full({C}, 1.0, pdt, Device::cpu());
       opt.reducer = &reducer;
       const Tensor y = ops::batch_norm(xl, gl, bl, rm, rv, opt);
-      y.backward(dy.slice(0, lo, hi).contiguous().to(dt));
+      y.backward(ref.dy.slice(0, lo, hi).contiguous().to(dt));
       // f64: the same sums in another order; f32: the reference's own rounding of x, y and dx.
       const Tolerance tol = dt == DType::f64 ? Tolerance{1e-12, 1e-12} : Tolerance{2e-6, 2e-6};
       if (hi > lo) {
-        SEG_CHECK_CLOSE(y, y_ref.slice(0, lo, hi).contiguous(), tol);
-        SEG_CHECK_CLOSE(xl.grad(), xr.grad().slice(0, lo, hi).contiguous(), tol);
+        SEG_CHECK_CLOSE(y, ref.y.slice(0, lo, hi).contiguous(), tol);
+        SEG_CHECK_CLOSE(xl.grad(), ref.dx.slice(0, lo, hi).contiguous(), tol);
       }
-      SEG_CHECK_CLOSE(rm, rm_ref, tol);
-      SEG_CHECK_CLOSE(rv, rv_ref, tol);
+      SEG_CHECK_CLOSE(rm, ref.running_mean, tol);
+      SEG_CHECK_CLOSE(rv, ref.running_var, tol);
       // dgamma, dbeta are this rank's parts; their sum over the ranks is the union's.
       std::vector<double> dg = gl.grad().to(DType::f64).to_vector<double>(), db = bl.grad().to(DType::f64).to_vector<double>();
       c.allreduce_sum(dg.data(), C);
       c.allreduce_sum(db.data(), C);
-      SEG_CHECK_CLOSE(dg, gr.grad().to_vector<double>(), tol);
-      SEG_CHECK_CLOSE(db, br.grad().to_vector<double>(), tol);
+      SEG_CHECK_CLOSE(dg, ref.dgamma.to_vector<double>(), tol);
+      SEG_CHECK_CLOSE(db, ref.dbeta.to_vector<double>(), tol);
     }
   }
 }
