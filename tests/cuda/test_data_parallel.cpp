@@ -2,7 +2,7 @@
 // the bucketed gradient all-reduce on device tensors (core/data_parallel.cpp), with one host thread
 // per GPU as `--gpus 0-1` runs them. In the simulated build (label sim) the two GPUs are
 // kernels/sim's simulated devices and NCCL is the simulator's (kernels/sim/nccl_*.cpp); on a real
-// machine (label gpu) the cases need two GPUs and are skipped on one.
+// machine (label gpu) the cases need two GPUs and are reported as skipped on one.
 #include <cuda_runtime.h>
 #include <doctest/doctest.h>
 
@@ -26,6 +26,7 @@
 #include "layers/ops.h"
 #include "layers/sync_bn.h"
 #include "tests/common/compare_tensor.h"
+#include "tests/common/requirement.h"
 #include "tests/cuda/cuda_backend_util.h"
 #include "tests/layers/test_helpers.h"
 
@@ -44,11 +45,22 @@ struct TwoDevices {
     if (sim::device_count() < kRanks) sim::set_device_count(kRanks);
 #endif
   }
-  static bool available() {
-    int n = 0;
-    return cudaGetDeviceCount(&n) == cudaSuccess && n >= kRanks;
-  }
 };
+
+}  // namespace
+
+// The cases form the CTest tests test_cuda_two_gpus (the simulator: always two devices) and
+// test_cuda_gpu_two_gpus, reported as Skipped on a machine with fewer than two GPUs.
+static std::string two_gpus_missing() {
+#ifdef SEG_TEST_ON_GPU
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess || n < kRanks) return "fewer than 2 GPUs";
+#endif
+  return "";
+}
+SEG_TEST_REQUIREMENT(two_gpus, [] { return two_gpus_missing(); });
+
+namespace {
 
 // Runs body(rank, comm) on one thread per rank, each thread's current device its rank's GPU, and
 // re-throws the first exception.
@@ -106,12 +118,8 @@ std::vector<std::vector<float>> grads_on_host(const Net& net) {
 
 }  // namespace
 
-TEST_CASE("NCCL communicators: one per GPU, describe themselves, sum and max on device memory") {
+TEST_CASE("NCCL communicators: one per GPU, describe themselves, sum and max on device memory" * SEG_REQUIRES(two_gpus)) {
   TwoDevices two;
-  if (!TwoDevices::available()) {
-    MESSAGE("skipped: fewer than 2 GPUs");
-    return;
-  }
   REQUIRE(built_with_nccl());
   auto comms = make_nccl_communicators({0, 1});
   REQUIRE(comms.size() == 2);
@@ -145,12 +153,8 @@ TEST_CASE("NCCL communicators: one per GPU, describe themselves, sum and max on 
   }
 }
 
-TEST_CASE("NCCL data parallel: rank 0's parameters reach every GPU, and each gradient becomes the sum of the ranks'") {
+TEST_CASE("NCCL data parallel: rank 0's parameters reach every GPU, and each gradient becomes the sum of the ranks'" * SEG_REQUIRES(two_gpus)) {
   TwoDevices two;
-  if (!TwoDevices::available()) {
-    MESSAGE("skipped: fewer than 2 GPUs");
-    return;
-  }
   // 16 bytes: every parameter its own bucket, so the hooks start all-reduces during backward
   // (asynchronous, on the communicator's stream); the default size makes one bucket (one
   // stream-ordered all-reduce after backward).
@@ -193,12 +197,8 @@ TEST_CASE("NCCL data parallel: rank 0's parameters reach every GPU, and each gra
   }
 }
 
-TEST_CASE("NCCL data parallel: half gradients travel as half (summed in f32, rounded once per step) or as f32") {
+TEST_CASE("NCCL data parallel: half gradients travel as half (summed in f32, rounded once per step) or as f32" * SEG_REQUIRES(two_gpus)) {
   TwoDevices two;
-  if (!TwoDevices::available()) {
-    MESSAGE("skipped: fewer than 2 GPUs");
-    return;
-  }
   for (const GradientWire wire : {GradientWire::storage, GradientWire::f32}) {
     auto comms = make_nccl_communicators({0, 1});
     std::vector<std::vector<float>> grad(2), local(2);
@@ -227,12 +227,8 @@ TEST_CASE("NCCL data parallel: half gradients travel as half (summed in f32, rou
   }
 }
 
-TEST_CASE("NCCL: ranks started with different runs all stop with the difference named") {
+TEST_CASE("NCCL: ranks started with different runs all stop with the difference named" * SEG_REQUIRES(two_gpus)) {
   TwoDevices two;
-  if (!TwoDevices::available()) {
-    MESSAGE("skipped: fewer than 2 GPUs");
-    return;
-  }
   auto comms = make_nccl_communicators({0, 1});
   std::vector<std::string> messages(2);
   on_ranks(comms, [&](int r, Communicator& c) {
@@ -248,12 +244,8 @@ TEST_CASE("NCCL: ranks started with different runs all stop with the difference 
   }
 }
 
-TEST_CASE("SyncBN over 2 GPUs equals one BatchNorm over the union: unequal and empty sub-batches, f32") {
+TEST_CASE("SyncBN over 2 GPUs equals one BatchNorm over the union: unequal and empty sub-batches, f32" * SEG_REQUIRES(two_gpus)) {
   TwoDevices two;
-  if (!TwoDevices::available()) {
-    MESSAGE("skipped: fewer than 2 GPUs");
-    return;
-  }
   auto comms = make_nccl_communicators({0, 1});
   const int64_t H = 3, W = 4, C = 6;
   for (const auto& [n0, n1] : std::vector<std::pair<int64_t, int64_t>>{{3, 2}, {2, 2}, {4, 0}}) {
@@ -298,12 +290,8 @@ TEST_CASE("SyncBN over 2 GPUs equals one BatchNorm over the union: unequal and e
   }
 }
 
-TEST_CASE("NCCL: an inf gradient on one GPU makes both skip the step and keep equal loss scales") {
+TEST_CASE("NCCL: an inf gradient on one GPU makes both skip the step and keep equal loss scales" * SEG_REQUIRES(two_gpus)) {
   TwoDevices two;
-  if (!TwoDevices::available()) {
-    MESSAGE("skipped: fewer than 2 GPUs");
-    return;
-  }
   auto comms = make_nccl_communicators({0, 1});
   std::vector<StepOutcome> outcomes(2);
   std::vector<double> scales(2);
@@ -338,7 +326,7 @@ TEST_CASE("NCCL: an inf gradient on one GPU makes both skip the step and keep eq
 // stream allows, while on rank 0 the executor runs rank 0's remaining kernels before rank 1 is
 // queued far enough. (Simulator only: real NCCL would want ncclGroupStart/End around one thread's
 // calls for several GPUs; the test exercises the simulator's scheduling, not that pattern.)
-TEST_CASE("NCCL data parallel: bucket all-reduces start during backward (the simulator's op trace)") {
+TEST_CASE("NCCL data parallel: bucket all-reduces start during backward (the simulator's op trace)" * SEG_REQUIRES(two_gpus)) {
   TwoDevices two;
   sim::Options fifo = sim::options();
   fifo.stream_order = sim::StreamOrder::fifo;
