@@ -9,7 +9,8 @@
 #   libyaml-cpp-dev      reading upstream's YAML config files as they are
 #   ccache               faster rebuilds (used automatically when present)
 #   hyperfine            timing whole commands in benchmarks
-#   libonnx-dev          ONNX protobuf classes and checker for `segtrain export`
+#   libonnx-dev, libprotobuf-dev   ONNX protobuf classes and checker for `segtrain export` (libonnx-dev
+#                        does not pull in protobuf's headers and CMake files by itself)
 #   libopenmpi-dev, openmpi-bin   MPI: `mpirun -np N segtrain train ...` on CPU processes (core/comm_mpi.cpp)
 #   clang, libclang-rt-14-dev   the libFuzzer targets (tools/fuzz.sh, a CI stage; libFuzzer itself is
 #                        in libclang-rt, only recommended by clang); the build itself uses g++
@@ -17,7 +18,7 @@
 # without it segtrain builds CPU-only.
 set -euo pipefail
 
-packages=(cmake g++ make doctest-dev nlohmann-json3-dev libstb-dev libyaml-cpp-dev ccache hyperfine libonnx-dev libopenmpi-dev openmpi-bin clang libclang-rt-14-dev)
+packages=(cmake g++ make doctest-dev nlohmann-json3-dev libstb-dev libyaml-cpp-dev ccache hyperfine libonnx-dev libprotobuf-dev libopenmpi-dev openmpi-bin clang libclang-rt-14-dev)
 
 missing=()
 for p in "${packages[@]}"; do
