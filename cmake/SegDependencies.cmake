@@ -12,6 +12,15 @@ if(SEG_BUILD_TESTS)
   find_package(doctest REQUIRED)
 endif()
 
+# JPEG decoding: libjpeg-turbo (Debian's libjpeg62-turbo-dev), the library Pillow uses. The static
+# archive is preferred, so that the binary needs no libjpeg at run time (the GPU machine gets only
+# the build folder).
+find_path(SEG_JPEG_INCLUDE jpeglib.h)
+find_library(SEG_JPEG_LIBRARY NAMES libjpeg.a jpeg)
+if(NOT SEG_JPEG_INCLUDE OR NOT SEG_JPEG_LIBRARY)
+  message(FATAL_ERROR "libjpeg-turbo not found: run tools/install-deps.sh (Debian package libjpeg62-turbo-dev)")
+endif()
+
 find_package(yaml-cpp REQUIRED)  # upstream YAML configs, read unchanged
 
 if(SEG_MPI)

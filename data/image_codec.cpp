@@ -10,7 +10,8 @@
 
 #include "core/error.h"
 #include "data/file_io.h"
-#include "data/jpeg_check.h"
+#include "data/image_limits.h"
+#include "data/jpeg_decode.h"
 #include "data/png_check.h"
 
 namespace seg::data {
@@ -31,30 +32,11 @@ int checked_size(size_t n, const std::string& path) {
   return static_cast<int>(n);
 }
 
-// A header can claim any size (a 100-byte PNG may say 60000 x 60000); refuse what no dataset needs
-// before stb allocates it. 2^27 pixels (about 134 megapixels, 400 MB as RGB) is far above every
-// segmentation dataset (ADE20K's largest images are a few megapixels).
-constexpr int64_t kMaxPixels = int64_t{1} << 27;
-
-void check_pixel_count(int w, int h, const std::string& path, const char* what) {
-  if (static_cast<int64_t>(w) * h > kMaxPixels)
-    throw Error(ErrorKind::data, str(what, " is ", w, "x", h, " (", static_cast<int64_t>(w) * h / 1000000,
-                                     " megapixels), above segtrain's limit of ", kMaxPixels / 1000000, " megapixels"))
-        .file(path)
-        .hint("downscale the image (training resizes to DATASET.imgMaxSize anyway), or check that the file is not corrupt");
-}
-
-// Refuses a JPEG that would make stb_image v2.27 write out of bounds (data/jpeg_check.h).
-void guard_jpeg(const uint8_t* data, size_t size, bool header_only, const std::string& path, const char* what) {
-  const JpegCheck c = check_jpeg_for_stb(data, size, header_only);
-  if (!c.problem.empty())
-    throw Error(ErrorKind::data, str("cannot decode ", what, " file (", c.problem, ")"))
-        .file(path)
-        .hint("the file is corrupt; re-export it or remove it from the list");
-}
-
-// Decodes with stb and copies into an Image with `channels` channels.
+// Decodes a JPEG with libjpeg-turbo (data/jpeg_decode.h), anything else with stb, into an Image with
+// `channels` channels. The pixel limit (data/image_limits.h) is checked from the header first.
 Image decode(const std::vector<uint8_t>& file_bytes, const std::string& path, int channels, const char* what) {
+  if (looks_like_jpeg(file_bytes.data(), file_bytes.size()))
+    return decode_jpeg(file_bytes.data(), file_bytes.size(), channels, path, what);
   // An empty IDAT chunk would make stb memcpy to a null pointer (data/png_check.h): drop it first.
   std::vector<uint8_t> without_empty_idat;
   const std::vector<uint8_t>& bytes =
@@ -84,7 +66,6 @@ void check_encodable(const Image& image, const char* format) {
 }  // namespace
 
 Image decode_image_rgb(const std::vector<uint8_t>& bytes, const std::string& path) {
-  guard_jpeg(bytes.data(), bytes.size(), false, path, "image");
   return decode(bytes, path, 3, "image");
 }
 
@@ -100,12 +81,18 @@ void check_label_format(const ImageHeader& header, const std::string& path) {
 
 Image decode_label(const std::vector<uint8_t>& bytes, const std::string& path) {
   // Check the file's own format first: stb would happily convert a palette or RGB PNG to grey.
-  guard_jpeg(bytes.data(), bytes.size(), false, path, "label");
   ImageHeader header;
-  const int size = checked_size(bytes.size(), path);
-  if (!stbi_info_from_memory(bytes.data(), size, &header.width, &header.height, &header.channels))
-    throw decode_error(path, "label");
-  header.sixteen_bit = stbi_is_16_bit_from_memory(bytes.data(), size) != 0;
+  if (looks_like_jpeg(bytes.data(), bytes.size())) {
+    const JpegHeader j = read_jpeg_header(bytes.data(), bytes.size(), path, "label");
+    header.width = j.width;
+    header.height = j.height;
+    header.channels = j.components;
+  } else {
+    const int size = checked_size(bytes.size(), path);
+    if (!stbi_info_from_memory(bytes.data(), size, &header.width, &header.height, &header.channels))
+      throw decode_error(path, "label");
+    header.sixteen_bit = stbi_is_16_bit_from_memory(bytes.data(), size) != 0;
+  }
   check_label_format(header, path);
   return decode(bytes, path, 1, "label");
 }
@@ -127,23 +114,22 @@ const stbi_io_callbacks kFileCallbacks = {file_read, file_skip, file_eof};
 ImageHeader read_image_header(const std::string& path, const char* what) {
   std::FILE* f = std::fopen(path.c_str(), "rb");
   if (!f) throw file_open_error(path, what, errno);
-  // A JPEG's segments up to the frame header first (data/jpeg_check.h): usually a few KB, more with
-  // big EXIF or ICC blocks, so read more only while the walk needs it.
-  std::vector<uint8_t> head(1 << 16);
-  head.resize(std::fread(head.data(), 1, head.size(), f));
-  for (;;) {
-    const JpegCheck c = check_jpeg_for_stb(head.data(), head.size(), true);
-    if (!c.problem.empty()) {
-      std::fclose(f);
-      guard_jpeg(head.data(), head.size(), true, path, what);
-    }
-    if (!c.incomplete || std::feof(f) || std::ferror(f)) break;
-    const size_t had = head.size();
-    head.resize(had * 2);
-    head.resize(had + std::fread(head.data() + had, 1, head.size() - had, f));
-  }
+  // A JPEG's markers up to its first scan go to libjpeg (a few KB, more with big EXIF or ICC blocks).
+  uint8_t magic[3] = {0, 0, 0};
+  const size_t got = std::fread(magic, 1, sizeof magic, f);
   std::rewind(f);
   ImageHeader h;
+  if (looks_like_jpeg(magic, got)) {
+    struct Closer {
+      std::FILE* f;
+      ~Closer() { std::fclose(f); }
+    } closer{f};
+    const JpegHeader j = read_jpeg_header(f, path, what);
+    h.width = j.width;
+    h.height = j.height;
+    h.channels = j.components;
+    return h;
+  }
   const bool ok = stbi_info_from_callbacks(&kFileCallbacks, f, &h.width, &h.height, &h.channels) != 0;
   if (ok) {
     std::rewind(f);

@@ -1,10 +1,10 @@
-// Decoding and encoding image files with stb_image / stb_image_write.
+// Decoding and encoding image files: JPEG decoding with libjpeg-turbo (data/jpeg_decode.h), PNG and
+// BMP decoding and all encoding with stb_image / stb_image_write.
 //
 // What upstream does, and what we match:
 //   photos  PIL Image.open(path).convert('RGB'): any JPEG/PNG becomes 3-channel 8-bit RGB (grey is
-//           replicated, alpha is dropped without compositing). stb_image does the same conversions.
-//           JPEG decoding is not bit-identical to libjpeg's (different IDCT and chroma upsampling);
-//           docs/data-pipeline.md gives the measured difference.
+//           replicated, alpha is dropped without compositing). stb_image does the same conversions
+//           for PNG; JPEGs decode through Pillow's own library and settings, to Pillow's pixels.
 //   labels  PIL Image.open(path) asserted to be mode "L": an 8-bit single-channel image whose values
 //           are class indices (0 = unlabeled). A palette or RGB PNG is rejected, never converted,
 //           because converting colours to indices would silently produce garbage classes.

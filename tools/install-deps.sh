@@ -5,7 +5,8 @@
 #   cmake, g++           the build
 #   doctest-dev          the test framework (header-only)
 #   nlohmann-json3-dev   JSON: configs, odgt lists, safetensors headers
-#   libstb-dev           stb_image / stb_image_write: JPEG/PNG decode and PNG encode
+#   libstb-dev           stb_image / stb_image_write: PNG/BMP decode, PNG/JPEG encode
+#   libjpeg62-turbo-dev  JPEG decode with the library and settings Pillow uses (linked statically)
 #   libyaml-cpp-dev      reading upstream's YAML config files as they are
 #   ccache               faster rebuilds (used automatically when present)
 #   hyperfine            timing whole commands in benchmarks
@@ -18,7 +19,7 @@
 # without it segtrain builds CPU-only.
 set -euo pipefail
 
-packages=(cmake g++ make doctest-dev nlohmann-json3-dev libstb-dev libyaml-cpp-dev ccache hyperfine libonnx-dev libprotobuf-dev libopenmpi-dev openmpi-bin clang libclang-rt-14-dev)
+packages=(cmake g++ make doctest-dev nlohmann-json3-dev libstb-dev libjpeg62-turbo-dev libyaml-cpp-dev ccache hyperfine libonnx-dev libprotobuf-dev libopenmpi-dev openmpi-bin clang libclang-rt-14-dev)
 
 missing=()
 for p in "${packages[@]}"; do

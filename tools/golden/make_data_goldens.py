@@ -126,11 +126,17 @@ def make_resize_goldens(photo, label):
 
 
 def make_jpeg_golden(photo):
-    # A JPEG written by Pillow and Pillow's own decoding of it: the test measures how far stb_image's
-    # decoder is from libjpeg's (documented in docs/data-pipeline.md).
+    # JPEGs written by Pillow and Pillow's own decoding of each (upstream's Image.open(path).convert('RGB')):
+    # segtrain decodes JPEG with the same libjpeg-turbo and must match every pixel. Baseline 4:2:0
+    # colour, grey (replicated to RGB), Adobe CMYK (Pillow's "CMYK;I" and cmyk2rgb) and progressive.
     crop = photo.crop((200, 150, 360, 262))
-    crop.save(out("jpeg_photo_q90.jpg"), quality=90)
-    save_png(Image.open(out("jpeg_photo_q90.jpg")).convert("RGB"), "jpeg_photo_q90_pil.png")
+    cases = [("jpeg_photo_q90.jpg", crop, dict(quality=90)),
+             ("jpeg_grey_q85.jpg", crop.convert("L"), dict(quality=85)),
+             ("jpeg_cmyk_q90.jpg", crop.convert("CMYK"), dict(quality=90)),
+             ("jpeg_photo_progressive_q80.jpg", crop, dict(quality=80, progressive=True))]
+    for name, img, options in cases:
+        img.save(out(name), **options)
+        save_png(Image.open(out(name)).convert("RGB"), name.replace(".jpg", "_pil.png"))
 
 
 def make_scale_golden():
