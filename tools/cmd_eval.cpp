@@ -67,7 +67,8 @@ int cmd_eval(const Args& args) {
   const Config cfg = load_run_config(f);
   const Device device = resolve_device(f);
   if (choice.checkpoint == "best") choice.encoder = cfg.DIR + "/encoder_best.safetensors", choice.decoder = cfg.DIR + "/decoder_best.safetensors";
-  auto model = load_model_for_inference(cfg, choice, cfg.VAL.checkpoint, false, device);
+  // Under mpirun only rank 0 prints what it loaded (every rank loads the same files).
+  auto model = load_model_for_inference(cfg, choice, cfg.VAL.checkpoint, world().rank() != 0, device);
   data::ValDataset val(dataset_options(cfg, f));
   const ClassTable classes = load_class_table(cfg);
   EvalOptions eo;

@@ -89,7 +89,8 @@ int cmd_predict(const Args& args) {
   const std::vector<std::string> paths = collect_images(imgs);
   if (out.empty()) out = cfg.TEST.result;
   make_dirs(out);
-  auto model = load_model_for_inference(cfg, choice, cfg.TEST.checkpoint, false, device);
+  // Under mpirun only rank 0 prints what it loaded (every rank loads the same files).
+  auto model = load_model_for_inference(cfg, choice, cfg.TEST.checkpoint, world().rank() != 0, device);
   const ClassTable classes = load_class_table(cfg);
   const AmpConfig amp = amp_config(cfg);
   data::TestDataset dataset(dataset_options(cfg, f), paths);

@@ -247,6 +247,14 @@ TEST_CASE("SyncBN on 2 ranks trains; rank 0 alone writes the files, and eval on 
   CHECK(summary(e2.output) == summary(e1.output));
   CHECK(summary(e1.output) != "(none)");
   CHECK(e2.output.find("the ranks split the list") != std::string::npos);
+  // rank 0 alone says which checkpoint files it loaded
+  auto count = [](const std::string& out, const std::string& what) {
+    size_t n = 0;
+    for (size_t at = 0; (at = out.find(what, at)) != std::string::npos; ++at) ++n;
+    return n;
+  };
+  CHECK(count(e1.output, "encoder_epoch_1.safetensors: ") == 1);
+  CHECK(count(e2.output, "encoder_epoch_1.safetensors: ") == 1);
 }
 
 TEST_CASE("a run stopped on 2 ranks resumes on 1 process with 2 sub-batches per step and ends as the 2-rank run") {
