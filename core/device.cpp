@@ -67,7 +67,11 @@ CudaProbe probe_cuda() {
   if (err != cudaSuccess) {
     (void)cudaGetLastError();
     p.devices = 0;
-    if (err == cudaErrorInsufficientDriver)
+    // Without any NVIDIA driver (no libcuda: a machine without a GPU) the runtime also answers
+    // "insufficient driver", with driver version 0; say what it means instead of "CUDA 0.0".
+    if (err == cudaErrorInsufficientDriver && p.driver_version == 0)
+      p.error = "no CUDA GPU found (no NVIDIA driver is installed)";
+    else if (err == cudaErrorInsufficientDriver)
       p.error = "the NVIDIA driver supports CUDA " + cuda_version_string(p.driver_version) +
                 ", older than the CUDA " + cuda_version_string(p.runtime_version) + " this segtrain was built with";
     else if (err == cudaErrorNoDevice)
