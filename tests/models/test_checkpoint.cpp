@@ -55,7 +55,10 @@ const Tensor* entry(const NamedTensors& sd, const std::string& name) {
 }
 
 // Loads `file` into a fresh decoder expecting Error(data) about `tensor`; the model must be unchanged.
-void expect_load_error(const SafetensorsFile& file, const std::string& tensor, const std::string& needle) {
+// `hint`: what the "what to do" line must contain ("" for no check; "-strict" to check that it does not
+// offer --non-strict, which would not help).
+void expect_load_error(const SafetensorsFile& file, const std::string& tensor, const std::string& needle,
+                       const std::string& hint = "") {
   CAPTURE(tensor);
   auto dec = build_decoder("c1_deepsup", 320, 7);
   const auto before = upstream_state_dict(*dec);
@@ -68,6 +71,10 @@ void expect_load_error(const SafetensorsFile& file, const std::string& tensor, c
     CHECK(e.context("tensor") == tensor);
     CHECK(e.context("file") == "decoder_epoch_3.safetensors");
     CHECK_MESSAGE(e.message().find(needle) != std::string::npos, e.what());
+    if (hint == "-strict")
+      CHECK_MESSAGE(e.context("what to do").find("strict") == std::string::npos, e.what());
+    else if (!hint.empty())
+      CHECK_MESSAGE(e.context("what to do").find(hint) != std::string::npos, e.what());
   }
   const auto after = upstream_state_dict(*dec);
   for (size_t i = 0; i < before.size(); ++i)
@@ -147,17 +154,17 @@ TEST_CASE("bad checkpoints: missing, unexpected, wrongly shaped or typed tensors
   {
     SafetensorsFile f = decoder_file();
     f.tensors.erase(f.tensors.begin() + 3);  // cbr.1.running_mean
-    expect_load_error(f, "cbr.1.running_mean", "lacks");
+    expect_load_error(f, "cbr.1.running_mean", "lacks", "pass --non-strict to segtrain eval or predict");
   }
   {
     SafetensorsFile f = decoder_file();
     f.tensors.emplace_back("fc.weight", Tensor::zeros({10, 4}, DType::f32, Device::cpu()));
-    expect_load_error(f, "fc.weight", "model lacks");
+    expect_load_error(f, "fc.weight", "model lacks", "pass --non-strict to segtrain eval or predict");
   }
   {
     SafetensorsFile f = decoder_file();
     f.tensors[0].second = Tensor::zeros({80, 320, 1, 1}, DType::f32, Device::cpu());  // cbr.0.weight is [80, 320, 3, 3]
-    expect_load_error(f, "cbr.0.weight", "shape [80, 320, 1, 1]");
+    expect_load_error(f, "cbr.0.weight", "shape [80, 320, 1, 1]", "-strict");  // --non-strict skips no shape
   }
   {
     SafetensorsFile f = decoder_file();
