@@ -41,6 +41,12 @@ Image decode(const std::vector<uint8_t>& file_bytes, const std::string& path, in
   std::vector<uint8_t> without_empty_idat;
   const std::vector<uint8_t>& bytes =
       drop_empty_png_idat(file_bytes.data(), file_bytes.size(), without_empty_idat) ? without_empty_idat : file_bytes;
+  // An IDAT chunk that claims more bytes than the file has would make stb allocate that much first.
+  const std::string idat = png_idat_past_end(bytes.data(), bytes.size());
+  if (!idat.empty())
+    throw Error(ErrorKind::data, str("cannot decode ", what, " file (PNG: ", idat, ")"))
+        .file(path)
+        .hint("the file is truncated or corrupt; re-export it or remove it from the list");
   int w = 0, h = 0, file_channels = 0;
   const int size = checked_size(bytes.size(), path);
   if (stbi_info_from_memory(bytes.data(), size, &w, &h, &file_channels)) check_pixel_count(w, h, path, what);

@@ -41,4 +41,19 @@ bool drop_empty_png_idat(const uint8_t* data, size_t size, std::vector<uint8_t>&
   return true;
 }
 
+std::string png_idat_past_end(const uint8_t* data, size_t size) {
+  if (size < sizeof kSignature || std::memcmp(data, kSignature, sizeof kSignature) != 0) return "";
+  size_t pos = sizeof kSignature;
+  while (size - pos >= kChunkOverhead) {
+    const uint64_t length = big_endian32(data + pos);
+    if (length > size - pos - kChunkOverhead) {
+      if (std::memcmp(data + pos + 4, "IDAT", 4) != 0) return "";
+      return "its IDAT chunk at byte " + std::to_string(pos) + " declares " + std::to_string(length) +
+             " bytes, but only " + std::to_string(size - pos - kChunkOverhead) + " follow it";
+    }
+    pos += kChunkOverhead + static_cast<size_t>(length);
+  }
+  return "";
+}
+
 }  // namespace seg::data

@@ -262,3 +262,38 @@ TEST_CASE("a PNG with empty IDAT chunks decodes to the same pixels, and stb neve
                               expect_error([&] { decode_label(bytes2, "x.png"); })})
     CHECK(e.kind() == seg::ErrorKind::data);
 }
+
+// stb_image 2.27 sizes its buffer from an IDAT chunk's declared length before reading it: the image
+// fuzz target's 611-byte PNG made it allocate 2 GB (2026-12-02). Such a chunk is refused first.
+TEST_CASE("a PNG whose IDAT chunk claims more bytes than the file has is refused before stb allocates them") {
+  const std::string found = source_path("tests/fuzz/regressions/image/png_idat_claims_past_end_2GB_realloc.png");
+  const std::vector<uint8_t> bytes = read_file_bytes(found, "image");
+  CHECK(png_idat_past_end(bytes.data(), bytes.size()).find("IDAT chunk at byte") != std::string::npos);
+  for (const seg::Error& e : {expect_error([&] { decode_image_rgb(bytes, "x.png"); }),
+                              expect_error([&] { decode_label(bytes, "x.png"); })}) {
+    CHECK(e.kind() == seg::ErrorKind::data);
+    CHECK(std::string(e.what()).find("IDAT chunk at byte") != std::string::npos);
+  }
+  // By hand: a valid PNG whose first IDAT length is set to 2^31 - 1.
+  Image rgb(6, 4, 3, 9);
+  std::vector<uint8_t> png = encode_png(rgb);
+  CHECK(png_idat_past_end(png.data(), png.size()).empty());  // a whole file passes
+  size_t pos = 8;
+  auto length_at = [&](size_t p) {
+    return (size_t{png[p]} << 24) | (size_t{png[p + 1]} << 16) | (size_t{png[p + 2]} << 8) | size_t{png[p + 3]};
+  };
+  while (std::string(png.begin() + static_cast<std::ptrdiff_t>(pos) + 4, png.begin() + static_cast<std::ptrdiff_t>(pos) + 8) != "IDAT")
+    pos += 12 + length_at(pos);
+  std::vector<uint8_t> huge = png;
+  huge[pos] = 0x7F, huge[pos + 1] = 0xFF, huge[pos + 2] = 0xFF, huge[pos + 3] = 0xFF;
+  const std::string problem = png_idat_past_end(huge.data(), huge.size());
+  CHECK(problem.find("at byte " + std::to_string(pos) + " declares 2147483647 bytes") != std::string::npos);
+  CHECK(expect_error([&] { decode_image_rgb(huge, "huge.png"); }).kind() == seg::ErrorKind::data);
+  // A file cut inside its IDAT data is refused the same way; the decoder of a whole file is untouched.
+  const std::vector<uint8_t> cut(png.begin(), png.begin() + static_cast<std::ptrdiff_t>(pos) + 14);
+  CHECK_FALSE(png_idat_past_end(cut.data(), cut.size()).empty());
+  CHECK(decode_image_rgb(png, "whole.png").pixels == rgb.pixels);
+  // Not a PNG: nothing to say.
+  const std::vector<uint8_t> photo = read_file_bytes(golden("jpeg_photo_q90.jpg"), "image");
+  CHECK(png_idat_past_end(photo.data(), photo.size()).empty());
+}
