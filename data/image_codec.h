@@ -29,7 +29,7 @@ Image decode_image_rgb(const std::vector<uint8_t>& bytes, const std::string& pat
 Image decode_label(const std::vector<uint8_t>& bytes, const std::string& path);
 
 // What an image file's header says, read without decoding the pixels (a few hundred bytes for a
-// PNG, the markers up to the frame header for a JPEG): cheap enough to check a whole dataset list
+// PNG, the markers up to the first scan for a JPEG): cheap enough to check a whole dataset list
 // before training. Error(data) with load_image_rgb / load_label's messages when the file is missing
 // or its header cannot be parsed (`what` is "image" or "label").
 struct ImageHeader {
