@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstring>
 #include <limits>
+#include <memory>
 
 #include <stb/stb_image.h>
 #include <stb/stb_image_write.h>
@@ -24,6 +25,14 @@ Error decode_error(const std::string& path, const char* what) {
   return Error(ErrorKind::data, str("cannot decode ", what, " file (", reason ? reason : "unknown format", ")"))
       .file(path)
       .hint("the file is corrupt or not a JPEG/PNG/BMP image; re-export it or remove it from the list");
+}
+
+ImageHeader header_of(const JpegHeader& j) {
+  ImageHeader h;
+  h.width = j.width;
+  h.height = j.height;
+  h.channels = j.components;
+  return h;
 }
 
 int checked_size(size_t n, const std::string& path) {
@@ -89,10 +98,7 @@ Image decode_label(const std::vector<uint8_t>& bytes, const std::string& path) {
   // Check the file's own format first: stb would happily convert a palette or RGB PNG to grey.
   ImageHeader header;
   if (looks_like_jpeg(bytes.data(), bytes.size())) {
-    const JpegHeader j = read_jpeg_header(bytes.data(), bytes.size(), path, "label");
-    header.width = j.width;
-    header.height = j.height;
-    header.channels = j.components;
+    header = header_of(read_jpeg_header(bytes.data(), bytes.size(), path, "label"));
   } else {
     const int size = checked_size(bytes.size(), path);
     if (!stbi_info_from_memory(bytes.data(), size, &header.width, &header.height, &header.channels))
@@ -118,31 +124,18 @@ const stbi_io_callbacks kFileCallbacks = {file_read, file_skip, file_eof};
 }  // namespace
 
 ImageHeader read_image_header(const std::string& path, const char* what) {
-  std::FILE* f = std::fopen(path.c_str(), "rb");
+  const std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(std::fopen(path.c_str(), "rb"), &std::fclose);
+  std::FILE* f = file.get();
   if (!f) throw file_open_error(path, what, errno);
   // A JPEG's markers up to its first scan go to libjpeg (a few KB, more with big EXIF or ICC blocks).
   uint8_t magic[3] = {0, 0, 0};
   const size_t got = std::fread(magic, 1, sizeof magic, f);
   std::rewind(f);
+  if (looks_like_jpeg(magic, got)) return header_of(read_jpeg_header(f, path, what));
   ImageHeader h;
-  if (looks_like_jpeg(magic, got)) {
-    struct Closer {
-      std::FILE* f;
-      ~Closer() { std::fclose(f); }
-    } closer{f};
-    const JpegHeader j = read_jpeg_header(f, path, what);
-    h.width = j.width;
-    h.height = j.height;
-    h.channels = j.components;
-    return h;
-  }
-  const bool ok = stbi_info_from_callbacks(&kFileCallbacks, f, &h.width, &h.height, &h.channels) != 0;
-  if (ok) {
-    std::rewind(f);
-    h.sixteen_bit = stbi_is_16_bit_from_callbacks(&kFileCallbacks, f) != 0;
-  }
-  std::fclose(f);
-  if (!ok) throw decode_error(path, what);
+  if (!stbi_info_from_callbacks(&kFileCallbacks, f, &h.width, &h.height, &h.channels)) throw decode_error(path, what);
+  std::rewind(f);
+  h.sixteen_bit = stbi_is_16_bit_from_callbacks(&kFileCallbacks, f) != 0;
   return h;
 }
 

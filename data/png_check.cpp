@@ -11,19 +11,34 @@ constexpr size_t kChunkOverhead = 12;  // length + type + CRC
 uint32_t big_endian32(const uint8_t* p) {
   return (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) | (uint32_t{p[2]} << 8) | uint32_t{p[3]};
 }
-}  // namespace
 
-bool drop_empty_png_idat(const uint8_t* data, size_t size, std::vector<uint8_t>& out) {
-  if (size < sizeof kSignature || std::memcmp(data, kSignature, sizeof kSignature) != 0) return false;
-  // Offsets of the chunks to drop; each is kChunkOverhead bytes long (no data).
-  std::vector<size_t> empty;
+// Visits every chunk whose data and CRC lie inside the file, visit(offset, length), and returns the
+// offset where the walk stopped: the end of the file, a chunk that runs past it, or a chunk header
+// cut short. `data` starts with the PNG signature.
+template <class Visit>
+size_t walk_chunks(const uint8_t* data, size_t size, Visit visit) {
   size_t pos = sizeof kSignature;
   while (size - pos >= kChunkOverhead) {
     const uint64_t length = big_endian32(data + pos);
     if (length > size - pos - kChunkOverhead) break;
-    if (length == 0 && std::memcmp(data + pos + 4, "IDAT", 4) == 0) empty.push_back(pos);
+    visit(pos, length);
     pos += kChunkOverhead + static_cast<size_t>(length);
   }
+  return pos;
+}
+
+bool is_png(const uint8_t* data, size_t size) {
+  return size >= sizeof kSignature && std::memcmp(data, kSignature, sizeof kSignature) == 0;
+}
+}  // namespace
+
+bool drop_empty_png_idat(const uint8_t* data, size_t size, std::vector<uint8_t>& out) {
+  if (!is_png(data, size)) return false;
+  // Offsets of the chunks to drop; each is kChunkOverhead bytes long (no data).
+  std::vector<size_t> empty;
+  const size_t pos = walk_chunks(data, size, [&](size_t at, uint64_t length) {
+    if (length == 0 && std::memcmp(data + at + 4, "IDAT", 4) == 0) empty.push_back(at);
+  });
   // The file may end inside an empty IDAT chunk's CRC (a truncated file): stb reads the length and
   // the type, and copies the zero bytes to null just the same. Dropping that tail leaves a file stb
   // refuses cleanly (no image data).
@@ -42,18 +57,12 @@ bool drop_empty_png_idat(const uint8_t* data, size_t size, std::vector<uint8_t>&
 }
 
 std::string png_idat_past_end(const uint8_t* data, size_t size) {
-  if (size < sizeof kSignature || std::memcmp(data, kSignature, sizeof kSignature) != 0) return "";
-  size_t pos = sizeof kSignature;
-  while (size - pos >= kChunkOverhead) {
-    const uint64_t length = big_endian32(data + pos);
-    if (length > size - pos - kChunkOverhead) {
-      if (std::memcmp(data + pos + 4, "IDAT", 4) != 0) return "";
-      return "its IDAT chunk at byte " + std::to_string(pos) + " declares " + std::to_string(length) +
-             " bytes, but only " + std::to_string(size - pos - kChunkOverhead) + " follow it";
-    }
-    pos += kChunkOverhead + static_cast<size_t>(length);
-  }
-  return "";
+  if (!is_png(data, size)) return "";
+  const size_t pos = walk_chunks(data, size, [](size_t, uint64_t) {});
+  // The walk stops at a whole chunk header only when that chunk runs past the end.
+  if (size - pos < kChunkOverhead || std::memcmp(data + pos + 4, "IDAT", 4) != 0) return "";
+  return "its IDAT chunk at byte " + std::to_string(pos) + " declares " + std::to_string(big_endian32(data + pos)) +
+         " bytes, but only " + std::to_string(size - pos - kChunkOverhead) + " follow it";
 }
 
 }  // namespace seg::data

@@ -67,19 +67,18 @@ int cmd_eval(const Args& args) {
   const Config cfg = load_run_config(f);
   const Device device = resolve_device(f);
   if (choice.checkpoint == "best") choice.encoder = cfg.DIR + "/encoder_best.safetensors", choice.decoder = cfg.DIR + "/decoder_best.safetensors";
-  // Under mpirun only rank 0 prints what it loaded (every rank loads the same files).
-  auto model = load_model_for_inference(cfg, choice, cfg.VAL.checkpoint, world().rank() != 0, device);
+  // Under mpirun the ranks split the list and sum their counts (upstream's eval_multipro); rank 0
+  // prints what it loaded (every rank loads the same files) and the one report.
+  Communicator& comm = world();
+  const bool speaks = comm.rank() == 0;
+  auto model = load_model_for_inference(cfg, choice, cfg.VAL.checkpoint, !speaks, device);
   data::ValDataset val(dataset_options(cfg, f));
   const ClassTable classes = load_class_table(cfg);
   EvalOptions eo;
   eo.amp = amp_config(cfg);
   eo.max_images = cfg.VAL.max_images;
   if (cfg.VAL.visualize) eo.visualize_dir = cfg.DIR + "/result";
-  // Under mpirun the ranks split the list and sum their counts (upstream's eval_multipro); rank 0
-  // prints the one report.
-  Communicator& comm = world();
   eo.comm = &comm;
-  const bool speaks = comm.rank() == 0;
   if (speaks)
     std::printf("evaluating %lld images of %s at scales %s, %s, %d threads\n",
               static_cast<long long>(eo.max_images > 0 ? std::min(eo.max_images, val.size()) : val.size()),

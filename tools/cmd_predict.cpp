@@ -89,13 +89,13 @@ int cmd_predict(const Args& args) {
   const std::vector<std::string> paths = collect_images(imgs);
   if (out.empty()) out = cfg.TEST.result;
   make_dirs(out);
-  // Under mpirun only rank 0 prints what it loaded (every rank loads the same files).
-  auto model = load_model_for_inference(cfg, choice, cfg.TEST.checkpoint, world().rank() != 0, device);
+  // Under mpirun rank r predicts images r, r + size, ... (each writes its own files); only rank 0
+  // prints what it loaded (every rank loads the same files).
+  Communicator& comm = world();
+  auto model = load_model_for_inference(cfg, choice, cfg.TEST.checkpoint, comm.rank() != 0, device);
   const ClassTable classes = load_class_table(cfg);
   const AmpConfig amp = amp_config(cfg);
   data::TestDataset dataset(dataset_options(cfg, f), paths);
-  // Under mpirun rank r predicts images r, r + size, ... (each writes its own files).
-  Communicator& comm = world();
   data::EvalLoader loader(dataset, comm.rank(), comm.size());
   const int64_t K = static_cast<int64_t>(classes.names.size());
   while (std::optional<data::EvalSample> sample = loader.next()) {

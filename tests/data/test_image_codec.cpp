@@ -214,18 +214,27 @@ TEST_CASE("the JPEG fuzz findings against stb are ordinary data errors with libj
   CHECK(std::string(lossless.what()).find("Unsupported JPEG process: SOF type 0xc7") != std::string::npos);
 }
 
+// Offset of the first IDAT chunk of a PNG we encoded (8-byte signature, then length/type/data/CRC chunks).
+namespace {
+size_t first_idat_offset(const std::vector<uint8_t>& png) {
+  size_t pos = 8;
+  auto length_at = [&](size_t p) {
+    return (size_t{png[p]} << 24) | (size_t{png[p + 1]} << 16) | (size_t{png[p + 2]} << 8) | size_t{png[p + 3]};
+  };
+  while (std::string(png.begin() + static_cast<std::ptrdiff_t>(pos) + 4, png.begin() + static_cast<std::ptrdiff_t>(pos) + 8) != "IDAT")
+    pos += 12 + length_at(pos);
+  return pos;
+}
+}  // namespace
+
 // stb_image 2.27 copies an empty first IDAT chunk to a buffer it has not allocated (memcpy to null:
 // UBSan reports it; data/png_check.h). The chunk carries no data, so it is dropped before decoding.
 TEST_CASE("a PNG with empty IDAT chunks decodes to the same pixels, and stb never sees those chunks") {
   Image rgb(5, 3, 3);
   for (size_t i = 0; i < rgb.pixels.size(); ++i) rgb.pixels[i] = static_cast<uint8_t>(i * 7);
   const std::vector<uint8_t> plain = encode_png(rgb);
-  // Walk to the first IDAT chunk and put an empty one in front of it (length 0, "IDAT", CRC).
-  size_t pos = 8;
-  auto length_at = [&](size_t p) {
-    return (size_t{plain[p]} << 24) | (size_t{plain[p + 1]} << 16) | (size_t{plain[p + 2]} << 8) | size_t{plain[p + 3]};
-  };
-  while (std::string(plain.begin() + pos + 4, plain.begin() + pos + 8) != "IDAT") pos += 12 + length_at(pos);
+  // Put an empty IDAT chunk in front of the first one (length 0, "IDAT", CRC).
+  const size_t pos = first_idat_offset(plain);
   const std::vector<uint8_t> empty_idat = {0, 0, 0, 0, 'I', 'D', 'A', 'T', 0x35, 0xAF, 0x06, 0x1E};
   std::vector<uint8_t> with_empty(plain.begin(), plain.begin() + static_cast<std::ptrdiff_t>(pos));
   with_empty.insert(with_empty.end(), empty_idat.begin(), empty_idat.end());
@@ -278,12 +287,7 @@ TEST_CASE("a PNG whose IDAT chunk claims more bytes than the file has is refused
   Image rgb(6, 4, 3, 9);
   std::vector<uint8_t> png = encode_png(rgb);
   CHECK(png_idat_past_end(png.data(), png.size()).empty());  // a whole file passes
-  size_t pos = 8;
-  auto length_at = [&](size_t p) {
-    return (size_t{png[p]} << 24) | (size_t{png[p + 1]} << 16) | (size_t{png[p + 2]} << 8) | size_t{png[p + 3]};
-  };
-  while (std::string(png.begin() + static_cast<std::ptrdiff_t>(pos) + 4, png.begin() + static_cast<std::ptrdiff_t>(pos) + 8) != "IDAT")
-    pos += 12 + length_at(pos);
+  const size_t pos = first_idat_offset(png);
   std::vector<uint8_t> huge = png;
   huge[pos] = 0x7F, huge[pos + 1] = 0xFF, huge[pos + 2] = 0xFF, huge[pos + 3] = 0xFF;
   const std::string problem = png_idat_past_end(huge.data(), huge.size());

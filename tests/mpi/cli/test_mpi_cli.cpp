@@ -223,10 +223,13 @@ TEST_CASE("SyncBN on 2 ranks trains; rank 0 alone writes the files, and eval on 
   const RunResult r = run_mpi(2, train_args(dir, 6));
   CHECK_MESSAGE(r.exit_code == 0, r.output);
   CHECK(r.output.find("BatchNorm synchronised over the ranks") != std::string::npos);
+  auto count = [](const std::string& out, const std::string& what) {
+    size_t n = 0;
+    for (size_t at = 0; (at = out.find(what, at)) != std::string::npos; ++at) ++n;
+    return n;
+  };
   // One rank speaks: the start-up line once, one log line per step.
-  size_t starts = 0;
-  for (size_t at = 0; (at = r.output.find("segtrain train: ", at)) != std::string::npos; ++at) ++starts;
-  CHECK(starts == 1);
+  CHECK(count(r.output, "segtrain train: ") == 1);
   CHECK(losses(dir).size() == 6);
   CHECK(fs::exists(dir + "/encoder_epoch_1.safetensors"));
   std::ifstream cfg(dir + "/config.json");
@@ -248,11 +251,6 @@ TEST_CASE("SyncBN on 2 ranks trains; rank 0 alone writes the files, and eval on 
   CHECK(summary(e1.output) != "(none)");
   CHECK(e2.output.find("the ranks split the list") != std::string::npos);
   // rank 0 alone says which checkpoint files it loaded
-  auto count = [](const std::string& out, const std::string& what) {
-    size_t n = 0;
-    for (size_t at = 0; (at = out.find(what, at)) != std::string::npos; ++at) ++n;
-    return n;
-  };
   CHECK(count(e1.output, "encoder_epoch_1.safetensors: ") == 1);
   CHECK(count(e2.output, "encoder_epoch_1.safetensors: ") == 1);
 }
