@@ -35,7 +35,7 @@ ConvAlgo algo_from_env() {
   const char* env = std::getenv("SEG_CONV_ALGO");
   if (!env) return ConvAlgo::automatic;
   for (ConvAlgo a : {ConvAlgo::direct, ConvAlgo::gemm, ConvAlgo::depthwise, ConvAlgo::winograd, ConvAlgo::winograd2,
-                     ConvAlgo::winograd4, ConvAlgo::winograd6})
+                     ConvAlgo::winograd4, ConvAlgo::winograd6, ConvAlgo::no_winograd})
     if (!std::strcmp(env, conv_algo_name(a))) return a;
   return ConvAlgo::automatic;
 }
@@ -128,6 +128,7 @@ const char* conv_algo_name(ConvAlgo algo) {
     case ConvAlgo::winograd2: return "winograd2";
     case ConvAlgo::winograd4: return "winograd4";
     case ConvAlgo::winograd6: return "winograd6";
+    case ConvAlgo::no_winograd: return "no-winograd";
   }
   return "?";
 }
@@ -135,7 +136,7 @@ const char* conv_algo_name(ConvAlgo algo) {
 ConvAlgo conv_algo_chosen(const ConvShape& s, ConvPass pass, bool f32) {
   const ConvAlgo forced = conv_algo();
   if (forced == ConvAlgo::direct || forced == ConvAlgo::gemm) return forced;
-  const bool winograd_ok = f32 && conv2d_winograd_applicable(s);
+  const bool winograd_ok = f32 && forced != ConvAlgo::no_winograd && conv2d_winograd_applicable(s);
   if (is_winograd(forced) && winograd_ok) {
     if (forced != ConvAlgo::winograd) return forced;
     const int m = winograd_tile(s, pass);

@@ -269,6 +269,15 @@ TEST_CASE("conv dispatcher: every algorithm name round-trips; Winograd only wher
   ConvShape narrow = s;
   narrow.O = 16;
   CHECK(conv_algo_chosen(narrow, ConvPass::forward, true) == ConvAlgo::gemm);
+  // no-winograd: the automatic choice without Winograd (the comparison arm of docs/performance.md's
+  // two-seed training check): the 3x3 layer goes to the implicit GEMM, depthwise keeps its kernel.
+  set_conv_algo(ConvAlgo::no_winograd);
+  for (ConvPass p : {ConvPass::forward, ConvPass::backward_data, ConvPass::backward_weight}) {
+    CHECK(conv_algo_chosen(s, p, true) == ConvAlgo::gemm);
+    CHECK(conv_algo_chosen(depthwise, p, true) == ConvAlgo::depthwise);
+    CHECK(conv_algo_chosen(s, p, false) == ConvAlgo::gemm);
+  }
+  CHECK(std::string(conv_algo_name(ConvAlgo::no_winograd)) == "no-winograd");
   set_conv_algo(saved);
 }
 
