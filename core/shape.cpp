@@ -18,8 +18,15 @@ void Shape::push_back(int64_t v) {
 }
 
 int64_t Shape::numel() const {
+  // A checked product: a shape read from a file or computed from a config must not wrap around to a
+  // small element count (and then a small allocation that later loops overrun). A zero size makes
+  // the product 0 whatever the others are, so look for one before multiplying.
+  for (int i = 0; i < n_; ++i)
+    if (d_[i] == 0) return 0;
   int64_t n = 1;
-  for (int i = 0; i < n_; ++i) n *= d_[i];
+  for (int i = 0; i < n_; ++i)
+    SEG_CHECK(!__builtin_mul_overflow(n, d_[i], &n), usage, "tensor shape ", str(),
+              " has more elements than a 64-bit count holds; check the sizes that produced it");
   return n;
 }
 

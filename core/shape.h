@@ -25,7 +25,7 @@ class Shape {
   int64_t back() const { return d_[n_ - 1]; }
   void push_back(int64_t v);
 
-  int64_t numel() const;  // product of the sizes (1 for a scalar)
+  int64_t numel() const;  // product of the sizes (1 for a scalar); a usage error if it overflows
   std::vector<int64_t> vec() const { return std::vector<int64_t>(begin(), end()); }
   std::string str() const;  // "[2, 3, 4]"
 

@@ -3,6 +3,7 @@
 #include <numeric>
 
 #include "core/allocator.h"
+#include "core/error.h"
 #include "core/tensor.h"
 
 using namespace seg;
@@ -29,6 +30,23 @@ TEST_CASE("factories give contiguous row-major tensors") {
   CHECK(Tensor::full({2}, -1, DType::i32, Device::cpu()).to_vector<int32_t>() == std::vector<int32_t>{-1, -1});
   CHECK(t.str() == "f32[2, 3, 4, 5] cpu");
   CHECK(reinterpret_cast<uintptr_t>(t.data_ptr()) % 64 == 0);
+}
+
+TEST_CASE("Shape::numel is a checked product: an overflowing shape is a usage error, a zero size gives 0") {
+  CHECK(Shape{}.numel() == 1);
+  CHECK(Shape{3, 0, 5}.numel() == 0);
+  const int64_t big = int64_t(1) << 32;
+  CHECK(Shape{big, big / 2 - 1}.numel() == big * (big / 2 - 1));
+  CHECK(Shape{0, big, big, big}.numel() == 0);  // zero anywhere: no overflow on the way
+  CHECK(Shape{big, big, 0}.numel() == 0);
+  try {
+    (void)Shape{big, big}.numel();  // 2^64 wraps to 0 in an unchecked product
+    FAIL("Shape::numel did not throw on 2^64 elements");
+  } catch (const Error& e) {
+    CHECK(e.kind() == ErrorKind::usage);
+    CHECK(std::string(e.what()).find("[4294967296, 4294967296]") != std::string::npos);
+  }
+  CHECK_THROWS_AS((void)Tensor::empty({big, big, 4}, DType::f32, Device::cpu()), Error);
 }
 
 TEST_CASE("channel slices are zero-copy views with W stride > C") {
