@@ -8,7 +8,9 @@
 #
 # Defaults: 3 rounds, 256x256, batch 4, 2 threads, 150 classes, 5 measured steps after 2 warm-up
 # steps, the models MobileNetV2dilated-C1_deepsup and ResNet50dilated-PPM_deepsup (issue 20's pair).
-# Needs build/bin/segtrain (tools/build.sh) and Debian's python3-torch (tools/bench/torch_step.py);
+# Needs build/bin/segtrain (tools/build.sh) and a Python with PyTorch for tools/bench/torch_step.py:
+# $SEG_TORCH_PYTHON if set, else the PyTorch 2.x venv of tools/bench/torch_venv.sh when it exists
+# ($HOME/.cache/segtrain-torch-venv), else Debian's python3-torch (1.13) as /usr/bin/python3;
 # nothing in the build or the tests depends on it. The ratio is segtrain's step time divided by
 # PyTorch's: below 1 means segtrain is faster. PyTorch runs channels_last unless told otherwise;
 # which layout is faster for PyTorch depends on the model and machine, so measure both.
@@ -27,7 +29,7 @@ while [ $# -gt 0 ]; do
     --steps) steps="$2"; shift 2 ;;
     --warmup) warmup="$2"; shift 2 ;;
     --torch-memory-format) layout="$2"; shift 2 ;;
-    -h|--help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     --*) echo "pair.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
     *) models+=("$1"); shift ;;
   esac
@@ -38,13 +40,16 @@ for n in "$rounds" "$size" "$batch" "$threads" "$num_class" "$steps" "$warmup"; 
 done
 segtrain="${SEG_BUILD_DIR:-build}/bin/segtrain"
 [ -x "$segtrain" ] || { echo "pair.sh: $segtrain not found: run tools/build.sh first" >&2; exit 1; }
-python="${SEG_TORCH_PYTHON:-/usr/bin/python3}"
-"$python" -c 'import torch' 2>/dev/null || { echo "pair.sh: $python cannot import torch (apt-get install python3-torch)" >&2; exit 1; }
+venv_python="$HOME/.cache/segtrain-torch-venv/bin/python"
+if [ -n "${SEG_TORCH_PYTHON:-}" ]; then python="$SEG_TORCH_PYTHON"
+elif [ -x "$venv_python" ] && "$venv_python" -c 'import torch' 2>/dev/null; then python="$venv_python"
+else python=/usr/bin/python3; fi
+"$python" -c 'import torch' 2>/dev/null || { echo "pair.sh: $python cannot import torch (tools/bench/torch_venv.sh for PyTorch 2.x, or apt-get install python3-torch for 1.13)" >&2; exit 1; }
 
 common=(--model MODEL --size "$size" --batch "$batch" --threads "$threads" --num-class "$num_class" --steps "$steps" --warmup "$warmup")
 echo "pair.sh: $rounds rounds, batch $batch x ${size}x${size}, $threads threads, $num_class classes, $steps steps after $warmup warm-up"
 echo "  segtrain: $segtrain bench ${common[*]}"
-echo "  pytorch : $python tools/bench/torch_step.py ${common[*]} --memory-format $layout"
+echo "  pytorch : $python tools/bench/torch_step.py ${common[*]} --memory-format $layout (PyTorch $("$python" -c 'import torch; print(torch.__version__)'))"
 echo "  $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
 
 median() { sort -g | awk '{v[NR] = $1} END {if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
