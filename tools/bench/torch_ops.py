@@ -124,6 +124,10 @@ def main():
         agg[0] += t_ours
         agg[1] += t_torch
         shape = rec["args"].get("x", {}).get("shape", "") if isinstance(rec["args"].get("x"), dict) else ""
+        if op == "conv2d":  # NHWC input, then the layer: kernel, outputs, stride, dilation, groups
+            a = rec["args"]
+            shape = "%s k%d o%d s%d d%d g%d" % ("x".join(str(v) for v in shape), a["w"][1], a["w"][0],
+                                               a["stride"], a["dilation"], a["groups"])
         print("%-20s %-44s %9.2f %9.2f %7.2f" % (op, str(shape)[:44], t_ours * 1e3, t_torch * 1e3,
                                                   t_ours / t_torch if t_torch > 0 else float("nan")))
     print()

@@ -33,6 +33,6 @@ for run in "$@"; do
   start=$(date +%s)
   env "${env_algo[@]}" "$segtrain" train "${common[@]}" >"$dir.train.log" 2>&1 || { tail -20 "$dir.train.log" >&2; exit 1; }
   env "${env_algo[@]}" "$segtrain" eval "${common[@]}" VAL.checkpoint epoch_10.pth >"$dir.eval.log" 2>&1 || { tail -20 "$dir.eval.log" >&2; exit 1; }
-  printf 'seed %-5s %-9s %s (%d s)\n' "$seed" "$algo" "$(grep -o 'Mean IoU: [0-9.]*, Accuracy: [0-9.]*%' "$dir.eval.log")" \
+  printf 'seed %-5s %-11s %s (%d s)\n' "$seed" "$algo" "$(grep -o 'Mean IoU: [0-9.]*, Accuracy: [0-9.]*%' "$dir.eval.log")" \
     "$(( $(date +%s) - start ))"
 done
