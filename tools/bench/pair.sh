@@ -40,16 +40,18 @@ for n in "$rounds" "$size" "$batch" "$threads" "$num_class" "$steps" "$warmup"; 
 done
 segtrain="${SEG_BUILD_DIR:-build}/bin/segtrain"
 [ -x "$segtrain" ] || { echo "pair.sh: $segtrain not found: run tools/build.sh first" >&2; exit 1; }
+# One import of torch per candidate (a few seconds each): its version doubles as the "can import" check.
+torch_version() { "$1" -c 'import torch; print(torch.__version__)' 2>/dev/null; }
 venv_python="$HOME/.cache/segtrain-torch-venv/bin/python"
-if [ -n "${SEG_TORCH_PYTHON:-}" ]; then python="$SEG_TORCH_PYTHON"
-elif [ -x "$venv_python" ] && "$venv_python" -c 'import torch' 2>/dev/null; then python="$venv_python"
-else python=/usr/bin/python3; fi
-"$python" -c 'import torch' 2>/dev/null || { echo "pair.sh: $python cannot import torch (tools/bench/torch_venv.sh for PyTorch 2.x, or apt-get install python3-torch for 1.13)" >&2; exit 1; }
+if [ -n "${SEG_TORCH_PYTHON:-}" ]; then python="$SEG_TORCH_PYTHON" version=$(torch_version "$python" || true)
+elif [ -x "$venv_python" ] && version=$(torch_version "$venv_python"); then python="$venv_python"
+else python=/usr/bin/python3 version=$(torch_version "$python" || true); fi
+[ -n "$version" ] || { echo "pair.sh: $python cannot import torch (tools/bench/torch_venv.sh for PyTorch 2.x, or apt-get install python3-torch for 1.13)" >&2; exit 1; }
 
 common=(--model MODEL --size "$size" --batch "$batch" --threads "$threads" --num-class "$num_class" --steps "$steps" --warmup "$warmup")
 echo "pair.sh: $rounds rounds, batch $batch x ${size}x${size}, $threads threads, $num_class classes, $steps steps after $warmup warm-up"
 echo "  segtrain: $segtrain bench ${common[*]}"
-echo "  pytorch : $python tools/bench/torch_step.py ${common[*]} --memory-format $layout (PyTorch $("$python" -c 'import torch; print(torch.__version__)'))"
+echo "  pytorch : $python tools/bench/torch_step.py ${common[*]} --memory-format $layout (PyTorch $version)"
 echo "  $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
 
 median() { sort -g | awk '{v[NR] = $1} END {if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
@@ -75,6 +77,6 @@ for model in "${models[@]}"; do
     "$(printf '%s\n' "${ratios[@]}" | median)")")
 done
 echo
-echo "| model (median of $rounds pairs) | segtrain | PyTorch $("$python" -c 'import torch; print(torch.__version__)') ($layout) | segtrain / PyTorch |"
+echo "| model (median of $rounds pairs) | segtrain | PyTorch $version ($layout) | segtrain / PyTorch |"
 echo "|---|---|---|---|"
 printf '%s\n' "${summary[@]}"
