@@ -13,7 +13,9 @@
 //  * *_ref: the naive 7-deep loop nest in double accumulation: the specification, used by tests.
 //  * direct: the same sums reorganised so the innermost loop runs over contiguous channels of both x
 //    and w (vectorisable), parallel over output rows (forward), input rows (backward data, a gather so
-//    no two threads write the same element) and output channels (backward weight). Deterministic.
+//    no two threads write the same element) and fixed pixel chunks x output-channel blocks (backward
+//    weight: outer products, chunk partials added in a fixed order). Deterministic for any thread
+//    count. The automatic choice for backward weight of layers with <= 4 input channels (RGB input).
 //    Memory traffic (direct forward): x is read KH*KW times from cache per output row, w once per row.
 //  * gemm: implicit GEMM (kernels/cpu/conv2d_gemm.cpp), the general fast path.
 //  * depthwise: vector loops over channels (kernels/cpu/conv2d_depthwise.cpp).

@@ -1,6 +1,7 @@
 // The one place that chooses how a convolution runs on the CPU, float32 and float64 alike.
 //   depthwise (groups == C == O)             -> conv2d_depthwise.cpp (vector loops over channels)
 //   3x3 stride 1 dense, float32, >= 32 ch.   -> conv2d_winograd.cpp (F(2x2))
+//   backward weight with <= 4 input channels -> conv2d_direct.cpp (outer products per pixel chunk)
 //   everything else                          -> conv2d_gemm.cpp (implicit GEMM)
 // SEG_CONV_ALGO (or set_conv_algo) forces a path for tests and benchmarks; a forced path that cannot
 // run the shape or the element type falls back to automatic (conv2d.h).
@@ -63,6 +64,12 @@ int winograd_tile(const ConvShape& s, ConvPass pass) {
   if (p.K < 32 || p.N < 32) return 0;
   return 2;
 }
+
+// The first layer of every model (RGB: 3 input channels) computes its weight gradient directly:
+// a GEMM of depth N*Ho*Wo with only KH*KW*3 x O outputs, which the implicit GEMM packs 3 floats at a
+// time on one thread (it never splits the depth). MobileNetV2dilated's first conv (3 -> 32, 3x3,
+// stride 2, 4 x 256x256): TODO ms (implicit GEMM) against TODO ms (direct), `segtrain bench`.
+constexpr int64_t kDirectWeightMaxChannels = 4;
 
 bool is_winograd(ConvAlgo a) {
   return a == ConvAlgo::winograd || a == ConvAlgo::winograd2 || a == ConvAlgo::winograd4 || a == ConvAlgo::winograd6;
@@ -143,6 +150,7 @@ ConvAlgo conv_algo_chosen(const ConvShape& s, ConvPass pass, bool f32) {
     return winograd_of(m ? m : 2);
   }
   if (conv2d_is_depthwise(s)) return ConvAlgo::depthwise;
+  if (pass == ConvPass::backward_weight && s.Cg() <= kDirectWeightMaxChannels) return ConvAlgo::direct;
   if (winograd_ok) {
     const int m = winograd_tile(s, pass);
     if (m) return winograd_of(m);

@@ -21,6 +21,13 @@ const Case kCases[] = {
     {1, 6, 6, 4, 6, 3, 1, 1, 1, 2},    {1, 7, 5, 5, 3, 1, 2, 0, 1, 1},   {3, 4, 6, 2, 5, 5, 1, 2, 1, 1},
     {1, 11, 13, 40, 40, 3, 1, 2, 2, 40}, {2, 9, 9, 33, 37, 3, 1, 1, 1, 1}, {1, 16, 16, 17, 70, 1, 1, 0, 1, 1},
     {1, 10, 10, 20, 20, 3, 2, 1, 1, 20}, {2, 12, 10, 24, 30, 3, 2, 1, 1, 1},
+    // Depthwise with the register-blocked float loop: several 4-pixel blocks and 16-channel blocks,
+    // leftover pixels and channels (W = 21, C = 48 + 3 = 51); stride 2 with dilation; a padding wider
+    // than the dilated kernel (backward data cannot use the flipped forward there).
+    {2, 7, 21, 51, 51, 3, 1, 1, 1, 51}, {1, 9, 19, 32, 32, 3, 2, 2, 2, 32}, {1, 6, 9, 16, 16, 3, 1, 3, 1, 16},
+    // The first layer of a model: 3 input channels (the automatic backward weight is direct), many
+    // pixel chunks (P = 2 x 40 x 64 = 5120 > 2048) and more than 64 outputs (two output blocks).
+    {2, 80, 128, 3, 70, 3, 2, 1, 1, 1},
 };
 template <class T>
 std::vector<T> fill(int64_t n, float a, float b) {
