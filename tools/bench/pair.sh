@@ -4,7 +4,8 @@
 # thermal). Prints every pair and, per model, the median of each side and of the ratio.
 #
 #   tools/bench/pair.sh [--rounds R] [--size S] [--batch B] [--threads T] [--num-class K]
-#                       [--steps N] [--warmup W] [--torch-memory-format channels_last|nchw] [MODEL ...]
+#                       [--steps N] [--warmup W] [--torch-memory-format channels_last|nchw]
+#                       [--isa avx2] [MODEL ...]
 #
 # Defaults: 3 rounds, 256x256, batch 4, 2 threads, 150 classes, 5 measured steps after 2 warm-up
 # steps, the models MobileNetV2dilated-C1_deepsup and ResNet50dilated-PPM_deepsup (issue 20's pair).
@@ -14,10 +15,14 @@
 # nothing in the build or the tests depends on it. The ratio is segtrain's step time divided by
 # PyTorch's: below 1 means segtrain is faster. PyTorch runs channels_last unless told otherwise;
 # which layout is faster for PyTorch depends on the model and machine, so measure both.
+# --isa avx2 caps both sides to AVX2 on an AVX-512 CPU: SEG_CPU_ISA=avx2 for segtrain, and for
+# PyTorch ATEN_CPU_CAPABILITY=avx2 with ONEDNN_MAX_CPU_ISA=AVX2 (DNNL_ for older oneDNN); oneDNN's
+# verbose mode confirms it (`isa:Intel AVX2`). It stands in for an AVX2-only machine's instruction
+# set, not for its cores and caches.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
-rounds=3 size=256 batch=4 threads=2 num_class=150 steps=5 warmup=2 layout=channels_last
+rounds=3 size=256 batch=4 threads=2 num_class=150 steps=5 warmup=2 layout=channels_last isa=""
 models=()
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -29,7 +34,8 @@ while [ $# -gt 0 ]; do
     --steps) steps="$2"; shift 2 ;;
     --warmup) warmup="$2"; shift 2 ;;
     --torch-memory-format) layout="$2"; shift 2 ;;
-    -h|--help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --isa) isa="$2"; shift 2 ;;
+    -h|--help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     --*) echo "pair.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
     *) models+=("$1"); shift ;;
   esac
@@ -38,6 +44,11 @@ done
 for n in "$rounds" "$size" "$batch" "$threads" "$num_class" "$steps" "$warmup"; do
   [[ $n =~ ^[0-9]+$ ]] || { echo "pair.sh: '$n' is not a non-negative integer" >&2; exit 2; }
 done
+case "$isa" in
+  "") ;;
+  avx2) export SEG_CPU_ISA=avx2 ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2 DNNL_MAX_CPU_ISA=AVX2 ;;
+  *) echo "pair.sh: --isa takes avx2 (a cap both sides honour), not '$isa'" >&2; exit 2 ;;
+esac
 segtrain="${SEG_BUILD_DIR:-build}/bin/segtrain"
 [ -x "$segtrain" ] || { echo "pair.sh: $segtrain not found: run tools/build.sh first" >&2; exit 1; }
 # One import of torch per candidate (a few seconds each): its version doubles as the "can import" check.
@@ -52,6 +63,7 @@ common=(--model MODEL --size "$size" --batch "$batch" --threads "$threads" --num
 echo "pair.sh: $rounds rounds, batch $batch x ${size}x${size}, $threads threads, $num_class classes, $steps steps after $warmup warm-up"
 echo "  segtrain: $segtrain bench ${common[*]}"
 echo "  pytorch : $python tools/bench/torch_step.py ${common[*]} --memory-format $layout (PyTorch $version)"
+[ -z "$isa" ] || echo "  ISA capped to $isa: SEG_CPU_ISA=$SEG_CPU_ISA ATEN_CPU_CAPABILITY=$ATEN_CPU_CAPABILITY ONEDNN_MAX_CPU_ISA=$ONEDNN_MAX_CPU_ISA"
 echo "  $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
 
 median() { sort -g | awk '{v[NR] = $1} END {if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
