@@ -42,7 +42,8 @@ bool conv2d_is_depthwise(const ConvShape& s) { return s.groups == s.C && s.O == 
 // (8-float GCC vectors: the x86-64-v3 baseline, AVX2 + FMA; depthwise is memory-bound, so AVX-512
 // would not add much.)
 namespace {
-typedef float v8 __attribute__((vector_size(32), aligned(4)));  // unaligned 8-float loads and stores
+// Unaligned 8-float loads and stores that may alias the float arrays they read (as _mm256_loadu_ps).
+typedef float v8 __attribute__((vector_size(32), aligned(4), may_alias));
 constexpr int64_t kPixels = 4;
 
 struct RowWindow {
