@@ -85,15 +85,17 @@ template <class T> void conv2d_backward_data_depthwise(const ConvShape& s, const
 template <class T>
 void conv2d_backward_weight_depthwise(const ConvShape& s, const T* x, const T* dy, T* dw, T* db);
 
-// Which implementation conv2d uses. `automatic` picks depthwise, Winograd or implicit GEMM per layer
-// and pass (kernels/cpu/conv2d_dispatch.cpp has the rules and the measurements behind them); the
-// others force one path (tests, benchmarks): winograd2/4/6 = F(2x2/4x4/6x6, 3x3), `winograd` = the
+// Which implementation conv2d uses. `automatic` picks depthwise, Winograd, implicit GEMM or (for
+// the weight gradient of a layer with <= 4 input channels) direct per layer and pass
+// (kernels/cpu/conv2d_dispatch.cpp has the rules and the measurements behind them); the others
+// force one path (tests, benchmarks): winograd2/4/6 = F(2x2/4x4/6x6, 3x3), `winograd` = the
 // Winograd tile the automatic rules would use where they use one, else F(2x2), `no_winograd` = the
-// automatic choice with Winograd taken out (depthwise layers keep their kernel, the 3x3 layers Winograd
-// would take run the implicit GEMM: the "without Winograd" arm of a training comparison). A forced path that
-// cannot run a shape (depthwise on a dense conv, Winograd on a strided one) falls back to automatic.
-// Float64 never runs Winograd (its float64 runs are references: gradient checks, golden runs), and
-// runs the same index logic as float32 otherwise. Set through set_conv_algo() or SEG_CONV_ALGO
+// automatic choice with Winograd taken out (depthwise layers keep their kernel, the 3x3 layers
+// Winograd would take run the implicit GEMM: the "without Winograd" arm of a training comparison).
+// A forced path that cannot run a shape (depthwise on a dense conv, Winograd on a strided one)
+// falls back to automatic. Float64 never runs Winograd (its float64 runs are references: gradient
+// checks, golden runs), and runs the same index logic as float32 otherwise. Set through
+// set_conv_algo() or SEG_CONV_ALGO
 // (direct|gemm|depthwise|winograd|winograd2|winograd4|winograd6|no-winograd|auto).
 enum class ConvAlgo { automatic, direct, gemm, depthwise, winograd, winograd2, winograd4, winograd6, no_winograd };
 ConvAlgo conv_algo();
