@@ -133,7 +133,7 @@ template <class T> void relu_forward(const T* x, T* y, int64_t n, bool relu6) {
 }
 template <class T> void relu_backward(const T* x, const T* dy, T* dx, int64_t n, bool relu6) {
   using A = acc_t<T>;
-  if (relu6) map2(x, dy, dx, n, [](A v, A g) { return (v > A(0)) & (v < A(6)) ? g : A(0); });
+  if (relu6) map2(x, dy, dx, n, [](A v, A g) { return ((v > A(0)) & (v < A(6))) ? g : A(0); });
   else map2(x, dy, dx, n, [](A v, A g) { return v > A(0) ? g : A(0); });
 }
 
