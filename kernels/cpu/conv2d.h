@@ -80,6 +80,8 @@ template <class T> void conv2d_backward_weight_gemm(const ConvShape& s, const T*
 
 // Depthwise versions (groups == C == O; kernels/cpu/conv2d_depthwise.cpp), T = float or double.
 bool conv2d_is_depthwise(const ConvShape& s);
+// The weights [C, KH, KW, 1] reordered to wt[tap][c] (contiguous in c, as the channel loops read them).
+template <class T> std::vector<T> depthwise_weights_by_tap(const ConvShape& s, const T* w);
 template <class T> void conv2d_forward_depthwise(const ConvShape& s, const T* x, const T* w, const T* b, T* y);
 template <class T> void conv2d_backward_data_depthwise(const ConvShape& s, const T* w, const T* dy, T* dx);
 template <class T>

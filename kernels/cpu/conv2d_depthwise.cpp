@@ -21,16 +21,14 @@
 
 namespace seg::cpu {
 
-namespace {
 template <class T>
-std::vector<T> transpose_taps(const ConvShape& s, const T* w) {
+std::vector<T> depthwise_weights_by_tap(const ConvShape& s, const T* w) {
   const int64_t taps = s.KH * s.KW;
   std::vector<T> wt(static_cast<size_t>(taps * s.C));
   for (int64_t c = 0; c < s.C; ++c)
     for (int64_t t = 0; t < taps; ++t) wt[t * s.C + c] = w[c * taps + t];
   return wt;
 }
-}  // namespace
 
 bool conv2d_is_depthwise(const ConvShape& s) { return s.groups == s.C && s.O == s.C && s.groups > 1; }
 
@@ -87,7 +85,7 @@ void forward_block(const ConvShape& s, int64_t n, int64_t ho, int64_t wo, int64_
 template <class T>
 void conv2d_forward_depthwise(const ConvShape& s, const T* x, const T* w, const T* b, T* y) {
   const int64_t Ho = s.Ho(), Wo = s.Wo(), C = s.C;
-  const std::vector<T> wt = transpose_taps(s, w);
+  const std::vector<T> wt = depthwise_weights_by_tap(s, w);
   // One output pixel, channels [c0, C), by the plain loop.
   auto pixel = [&](int64_t n, int64_t ho, int64_t wo, int64_t c0, T* out) {
     if (b) std::copy(b + c0, b + C, out + c0);
@@ -106,13 +104,11 @@ void conv2d_forward_depthwise(const ConvShape& s, const T* x, const T* w, const 
       T* y_row = y + r * Wo * C;
       int64_t wo = 0;
       if constexpr (std::is_same_v<T, float>) {
-        if (C16 > 0) {
-          for (; wo < inner.wo_lo; ++wo) pixel(n, ho, wo, 0, y_row + wo * C);
-          for (; wo + kPixels <= inner.wo_hi; wo += kPixels) {
-            for (int64_t c = 0; c < C16; c += 16) forward_block(s, n, ho, wo, c, x, wt.data(), b, y_row);
-            if (C16 < C)
-              for (int64_t j = 0; j < kPixels; ++j) pixel(n, ho, wo + j, C16, y_row + (wo + j) * C);
-          }
+        for (; wo < inner.wo_lo; ++wo) pixel(n, ho, wo, 0, y_row + wo * C);
+        for (; wo + kPixels <= inner.wo_hi; wo += kPixels) {
+          for (int64_t c = 0; c < C16; c += 16) forward_block(s, n, ho, wo, c, x, wt.data(), b, y_row);
+          if (C16 < C)
+            for (int64_t j = 0; j < kPixels; ++j) pixel(n, ho, wo + j, C16, y_row + (wo + j) * C);
         }
       }
       for (; wo < Wo; ++wo) pixel(n, ho, wo, 0, y_row + wo * C);
@@ -138,7 +134,7 @@ void conv2d_backward_data_depthwise(const ConvShape& s, const T* w, const T* dy,
       for (int64_t t = 0; t < taps; ++t) wf[c * taps + t] = w[c * taps + (taps - 1 - t)];
     return conv2d_forward_depthwise(flipped, dy, wf.data(), static_cast<const T*>(nullptr), dx);
   }
-  const std::vector<T> wt = transpose_taps(s, w);
+  const std::vector<T> wt = depthwise_weights_by_tap(s, w);
   parallel_for(0, s.N * s.H, 1, [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
       const int64_t n = r / s.H, h = r % s.H;
@@ -208,10 +204,6 @@ void conv2d_backward_weight_depthwise(const ConvShape& s, const T* x, const T* d
     };
     for (int64_t n = 0; n < s.N; ++n)
       for (int64_t ho = 0; ho < Ho; ++ho) {
-        if (width8 == 0 || inner.wo_lo >= inner.wo_hi) {
-          for (int64_t wo = 0; wo < Wo; ++wo) pixel(n, ho, wo, 0);
-          continue;
-        }
         for (int64_t wo = 0; wo < inner.wo_lo; ++wo) pixel(n, ho, wo, 0);
         if constexpr (std::is_same_v<T, float>)
           for (int64_t cb = 0; cb < width8; cb += 8)
@@ -230,6 +222,7 @@ void conv2d_backward_weight_depthwise(const ConvShape& s, const T* x, const T* d
 }
 
 #define SEG_CONV_DEPTHWISE_INSTANTIATE(T)                                                             \
+  template std::vector<T> depthwise_weights_by_tap<T>(const ConvShape&, const T*);                   \
   template void conv2d_forward_depthwise<T>(const ConvShape&, const T*, const T*, const T*, T*);      \
   template void conv2d_backward_data_depthwise<T>(const ConvShape&, const T*, const T*, T*);          \
   template void conv2d_backward_weight_depthwise<T>(const ConvShape&, const T*, const T*, T*, T*);

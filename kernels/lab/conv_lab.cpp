@@ -33,6 +33,7 @@
 #include "kernels/cpu/conv2d.h"
 #include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/thread_pool.h"
+#include "kernels/lab/conv_lab_check.h"
 
 using namespace seg;
 using cpu::ConvShape;
@@ -68,16 +69,9 @@ ConvShape shape_of(const Layer& l, int64_t size, int64_t batch) {
 }
 
 // v1 of the depthwise loops (the product's before the register blocking), float32.
-std::vector<float> taps_by_channel(const ConvShape& s, const float* w) {
-  const int64_t taps = s.KH * s.KW;
-  std::vector<float> wt(static_cast<size_t>(taps * s.C));
-  for (int64_t c = 0; c < s.C; ++c)
-    for (int64_t t = 0; t < taps; ++t) wt[t * s.C + c] = w[c * taps + t];
-  return wt;
-}
 void plain_forward(const ConvShape& s, const float* x, const float* w, float* y) {
   const int64_t Ho = s.Ho(), Wo = s.Wo(), C = s.C;
-  const std::vector<float> wt = taps_by_channel(s, w);
+  const std::vector<float> wt = cpu::depthwise_weights_by_tap(s, w);
   parallel_for(0, s.N * Ho, 1, [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r)
       for (int64_t wo = 0; wo < Wo; ++wo) {
@@ -93,7 +87,7 @@ void plain_forward(const ConvShape& s, const float* x, const float* w, float* y)
 }
 void plain_backward_data(const ConvShape& s, const float* w, const float* dy, float* dx) {
   const int64_t Ho = s.Ho(), Wo = s.Wo(), C = s.C;
-  const std::vector<float> wt = taps_by_channel(s, w);
+  const std::vector<float> wt = cpu::depthwise_weights_by_tap(s, w);
   parallel_for(0, s.N * s.H, 1, [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r)
       for (int64_t wi = 0; wi < s.W; ++wi) {
@@ -142,8 +136,6 @@ Data make_data(const ConvShape& s) {
   for (float& v : d.dy) v = uniform();
   return d;
 }
-int64_t out_numel(int pass, const ConvShape& s) { return pass == 0 ? s.y_numel() : pass == 1 ? s.x_numel() : s.w_numel(); }
-
 // One pass of one version; false when the version does not apply to the layer.
 bool run(const std::string& version, int pass, const ConvShape& s, const Data& d, float* out) {
   const float *x = d.x.data(), *w = d.w.data(), *dy = d.dy.data();
@@ -165,26 +157,6 @@ bool run(const std::string& version, int pass, const ConvShape& s, const Data& d
   else if (pass == 1) cpu::conv2d_backward_data<float>(s, w, dy, out);
   else cpu::conv2d_backward_weight<float>(s, x, dy, out, nullptr);
   return true;
-}
-
-std::vector<double> reference(int pass, const ConvShape& s, const Data& d) {
-  const std::vector<double> x(d.x.begin(), d.x.end()), w(d.w.begin(), d.w.end()), dy(d.dy.begin(), d.dy.end());
-  std::vector<double> out(static_cast<size_t>(out_numel(pass, s)));
-  if (pass == 0) cpu::conv2d_forward_gemm<double>(s, x.data(), w.data(), nullptr, out.data());
-  else if (pass == 1) cpu::conv2d_backward_data_gemm<double>(s, w.data(), dy.data(), out.data());
-  else cpu::conv2d_backward_weight_gemm<double>(s, x.data(), dy.data(), out.data(), nullptr);
-  return out;
-}
-
-// max |got - want| / max |want|; a NaN or inf in got is an infinite error.
-double normalized_error(const std::vector<float>& got, const std::vector<double>& want) {
-  double err = 0, scale = 0;
-  for (size_t i = 0; i < got.size(); ++i) {
-    if (!std::isfinite(got[i])) return INFINITY;
-    err = std::max(err, std::abs(static_cast<double>(got[i]) - want[i]));
-    scale = std::max(scale, std::abs(want[i]));
-  }
-  return scale > 0 ? err / scale : err;
 }
 
 int64_t parse_positive(const char* flag, const char* value) {
@@ -231,13 +203,13 @@ int main(int argc, char** argv) {
     const ConvShape s = shape_of(l, size, batch);
     const Data d = make_data(s);
     for (int pass = 0; pass < 3; ++pass) {
-      const std::vector<double> want = reference(pass, s, d);
+      const std::vector<double> want = lab::conv_reference_f64(pass, s, d.x, d.w, d.dy);
       double ms[3] = {NAN, NAN, NAN};
       const char* versions[3] = {"plain", "gemm", "auto"};
       for (int v = 0; v < 3; ++v) {
-        std::vector<float> out(static_cast<size_t>(out_numel(pass, s)));
+        std::vector<float> out(static_cast<size_t>(lab::conv_pass_numel(pass, s)));
         if (!run(versions[v], pass, s, d, out.data())) continue;
-        const double err = normalized_error(out, want);
+        const double err = lab::normalized_error(out, want);
         if (!(err < 1e-5)) {
           std::printf("%-24s %-16s %s: error %.3g against float64 (bound 1e-5): MISMATCH\n", l.name, kPasses[pass],
                       versions[v], err);

@@ -33,6 +33,7 @@
 #include "kernels/cpu/conv2d_winograd.h"
 #include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/thread_pool.h"
+#include "kernels/lab/conv_lab_check.h"
 
 using namespace seg;
 using cpu::ConvShape;
@@ -115,28 +116,6 @@ void run(const std::string& algo, int pass, const ConvShape& s, const Data& d, f
       else cpu::conv2d_backward_weight_gemm<float>(s, d.x.data(), d.dy.data(), out, nullptr);
   }
 }
-int64_t out_numel(int pass, const ConvShape& s) { return pass == 0 ? s.y_numel() : pass == 1 ? s.x_numel() : s.w_numel(); }
-
-std::vector<double> reference(int pass, const ConvShape& s, const Data& d) {
-  const std::vector<double> x(d.x.begin(), d.x.end()), w(d.w.begin(), d.w.end()), dy(d.dy.begin(), d.dy.end());
-  std::vector<double> out(static_cast<size_t>(out_numel(pass, s)));
-  if (pass == 0) cpu::conv2d_forward_gemm<double>(s, x.data(), w.data(), nullptr, out.data());
-  else if (pass == 1) cpu::conv2d_backward_data_gemm<double>(s, w.data(), dy.data(), out.data());
-  else cpu::conv2d_backward_weight_gemm<double>(s, x.data(), dy.data(), out.data(), nullptr);
-  return out;
-}
-
-// max |got - want| / max |want|; NaN/inf in got count as an infinite error.
-double normalized_error(const std::vector<float>& got, const std::vector<double>& want) {
-  double err = 0, scale = 0;
-  for (size_t i = 0; i < got.size(); ++i) {
-    if (!std::isfinite(got[i])) return INFINITY;
-    err = std::max(err, std::abs(static_cast<double>(got[i]) - want[i]));
-    scale = std::max(scale, std::abs(want[i]));
-  }
-  return scale > 0 ? err / scale : err;
-}
-
 std::vector<std::string> split(const std::string& s) {
   std::vector<std::string> out;
   size_t a = 0;
@@ -200,16 +179,16 @@ int main(int argc, char** argv) {
       std::snprintf(label, sizeof label, "%s (%lldx%lld)", l.name, static_cast<long long>(s.H), static_cast<long long>(s.W));
       std::printf("%-46s %-16s", label, kPasses[pass]);
       std::fflush(stdout);
-      const int64_t n = out_numel(pass, s);
+      const int64_t n = lab::conv_pass_numel(pass, s);
       std::vector<double> ref;
       std::vector<float> base;
       double base_err = 0;
-      if (!timing) ref = reference(pass, s, d);
+      if (!timing) ref = lab::conv_reference_f64(pass, s, d.x, d.w, d.dy);
       for (const auto& a : algos) {
         std::vector<float> out(static_cast<size_t>(n), NAN);
         run(a, pass, s, d, out.data());
         if (!timing) {
-          const double e = normalized_error(out, ref);
+          const double e = lab::normalized_error(out, ref);
           if (a == "gemm") base_err = e;
           const double ratio = base_err > 0 ? e / base_err : 0;
           if (a != "gemm" && a.back() >= '0' && a.back() <= '6') worst_ratio[a.back() - '0'] = std::max(worst_ratio[a.back() - '0'], ratio);
@@ -221,7 +200,7 @@ int main(int argc, char** argv) {
           if (a == "gemm") base = out;
           else if (!base.empty()) {
             const std::vector<double> want(base.begin(), base.end());
-            const double e = normalized_error(out, want);
+            const double e = lab::normalized_error(out, want);
             if (!(e < 1e-2)) {
               std::printf("\n%s FAILED validation on %s %s: error %g\n", a.c_str(), l.name, kPasses[pass], e);
               return 1;
