@@ -1,5 +1,9 @@
 #include "layers/batchnorm.h"
 
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+
 namespace seg {
 
 BatchNorm2d::BatchNorm2d(int64_t channels, double momentum_, double eps_) : momentum(momentum_), eps(eps_) {
@@ -16,8 +20,31 @@ BatchNorm2d::BatchNorm2d(int64_t channels, double momentum_, double eps_) : mome
   register_buffer("num_batches_tracked", &num_batches_tracked, /*host=*/true);
 }
 
-Tensor BatchNorm2d::forward(const Tensor& x) {
+namespace {
+std::atomic<int> g_fusion{-1};  // -1: not yet read from the environment
+}  // namespace
+
+bool bn_activation_fusion() {
+  int v = g_fusion.load(std::memory_order_relaxed);
+  if (v < 0) {
+    const char* e = std::getenv("SEG_FUSE_BN_ACT");
+    v = e != nullptr && std::strcmp(e, "0") == 0 ? 0 : 1;
+    g_fusion.store(v, std::memory_order_relaxed);
+  }
+  return v == 1;
+}
+
+void set_bn_activation_fusion(bool on) { g_fusion.store(on ? 1 : 0, std::memory_order_relaxed); }
+
+Tensor BatchNorm2d::forward(const Tensor& x) { return forward_act(x, BnActivation::none); }
+
+Tensor BatchNorm2d::forward_act(const Tensor& x, BnActivation act) {
+  if (act != BnActivation::none && !bn_activation_fusion()) {
+    const Tensor y = forward(x);
+    return act == BnActivation::relu6 ? ops::relu6(y) : ops::relu(y);
+  }
   ops::BatchNormOptions opt;
+  opt.act = act;
   opt.training = is_training();
   opt.momentum = momentum;
   opt.eps = eps;

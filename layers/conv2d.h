@@ -24,6 +24,7 @@ class ReLU : public UnaryModule {
  public:
   explicit ReLU(bool relu6 = false) : relu6_(relu6) {}
   Tensor forward(const Tensor& x) override { return relu6_ ? ops::relu6(x) : ops::relu(x); }
+  bool is_relu6() const { return relu6_; }
 
  private:
   bool relu6_;

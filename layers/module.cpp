@@ -3,6 +3,8 @@
 #include <algorithm>
 
 #include "core/autograd.h"
+#include "layers/batchnorm.h"
+#include "layers/conv2d.h"
 
 namespace seg {
 
@@ -107,7 +109,18 @@ void Sequential::append(std::shared_ptr<UnaryModule> layer) {
 
 Tensor Sequential::forward(const Tensor& x) {
   Tensor h = x;
-  for (auto& l : layers_) h = l->forward(h);
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    // A BatchNorm followed by a ReLU(6) (upstream's conv-BN-ReLU blocks) runs as one fused op; the
+    // ReLU keeps its index, so the module tree and the state_dict names stay upstream's.
+    auto* bn = dynamic_cast<BatchNorm2d*>(layers_[i].get());
+    auto* act = i + 1 < layers_.size() ? dynamic_cast<ReLU*>(layers_[i + 1].get()) : nullptr;
+    if (bn != nullptr && act != nullptr) {
+      h = bn->forward_act(h, act->is_relu6() ? BnActivation::relu6 : BnActivation::relu);
+      ++i;
+      continue;
+    }
+    h = layers_[i]->forward(h);
+  }
   return h;
 }
 

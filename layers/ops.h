@@ -29,6 +29,7 @@
 
 #include "core/profiler.h"
 #include "core/tensor.h"
+#include "kernels/common/batchnorm_math.h"
 
 namespace seg::ops {
 
@@ -96,6 +97,9 @@ struct BatchNormOptions {
   double momentum = 0.1;  // upstream SyncBN default is 0.001 (MODEL.bn_momentum)
   double eps = 1e-5;
   BatchNormReducer* reducer = nullptr;
+  // The activation that follows the BatchNorm in the model, fused into its passes (none, relu,
+  // relu6): the op is then recorded as "batch_norm_relu" / "batch_norm_relu6".
+  BnActivation act = BnActivation::none;
 };
 
 // x [..., C]; gamma, beta, running_mean, running_var [C] in f32 (f64 for f64 x). Half parameters
@@ -104,6 +108,11 @@ struct BatchNormOptions {
 // statistics in place (unbiased variance, momentum m: r = (1-m) r + m batch). Eval: running statistics.
 //   backward (train): dx = gamma*invstd*(dy - mean(dy) - xhat*mean(dy*xhat)); dgamma = sum(dy*xhat);
 //   dbeta = sum(dy).  backward (eval): dx = dy*gamma*invstd.
+// With opt.act, y = act(BN(x)) in the same pass, the same numbers as relu/relu6 applied to the
+// BatchNorm's output (the clamp commutes with the rounding to the storage type), without the
+// activation's own pass over memory and without keeping the BatchNorm's output alive for backward:
+// backward masks dy where the activation did not pass (read from y, which the next layer keeps
+// anyway) and runs the BatchNorm backward on it.
 Tensor batch_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& running_mean, Tensor& running_var,
                   const BatchNormOptions& opt);
 

@@ -8,8 +8,10 @@
 // One body for both devices: the kernels are split the same way on the CPU and on CUDA
 // (kernels/{cpu,cuda}/batchnorm.h), and every intermediate (moments, mean/invstd/scale, backward sums
 // and coefficients) lives on the activations' device, so nothing is read back to the host.
-//   forward:  bn_channel_moments -> [SyncBN all-reduce] -> bn_finalize -> bn_apply
-//   backward: bn_backward_sums -> bn_param_grads; [all-reduce] -> bn_backward_coefficients -> bn_backward_dx
+//   forward:  bn_channel_moments -> [SyncBN all-reduce] -> bn_finalize -> bn_apply_act
+//   backward: bn_backward_sums_act -> bn_param_grads; [all-reduce] -> bn_backward_coefficients -> bn_backward_dx_act
+// The _act kernels with act = none are the plain BatchNorm ones (kernels/cpu/batchnorm.h); with
+// relu or relu6 the activation that follows in the model runs inside the same passes.
 #include <cmath>
 #include <vector>
 
@@ -25,6 +27,17 @@ namespace seg::ops {
 
 namespace {
 DType param_dtype_for(DType x) { return x == DType::f64 ? DType::f64 : DType::f32; }
+
+// The name the op is recorded, profiled and reported under (autograd, --ops-json, anomalies,
+// --amp-stats, ONNX export): a fused BatchNorm says which activation it carries.
+const char* op_name_for(BnActivation act) {
+  switch (act) {
+    case BnActivation::relu: return "batch_norm_relu";
+    case BnActivation::relu6: return "batch_norm_relu6";
+    case BnActivation::none: break;
+  }
+  return "batch_norm";
+}
 
 // SyncBN's forward all-reduce in two steps that keep the precision of the local moments, with the
 // kernels of both devices (kernels/{cpu,cuda}/batchnorm.h): (1) sums n*mean -> with the global
@@ -50,7 +63,8 @@ double sync_moments(Dev dev, BatchNormReducer& reducer, const Tensor& moments, i
 
 Tensor batch_norm(const Tensor& x_in, const Tensor& gamma, const Tensor& beta, Tensor& running_mean,
                   Tensor& running_var, const BatchNormOptions& opt) {
-  const char* op = "batch_norm";
+  const BnActivation act = opt.act;
+  const char* op = op_name_for(act);
   prof::note_parameter(gamma.name());
   check_same_device(op, {&x_in, &gamma, &beta, &running_mean, &running_var});
   if (is_half(gamma.dtype())) {
@@ -99,28 +113,33 @@ Tensor batch_norm(const Tensor& x_in, const Tensor& gamma, const Tensor& beta, T
     }
     SEG_KERNEL(dev, bn_finalize<A>)(mu, m2, C, M, opt.training, opt.momentum, opt.eps, gamma.data<A>(),
                                     running_mean.data<A>(), running_var.data<A>(), mean, mean + C, mean + 2 * C);
-    SEG_KERNEL(dev, bn_apply<T, A>)(x.data<T>(), P, C, mean, mean + 2 * C, beta.data<A>(), y.data<T>());
+    SEG_KERNEL(dev, bn_apply_act<T, A>)(x.data<T>(), P, C, mean, mean + 2 * C, beta.data<A>(), act, y.data<T>());
   });
 
+  // A fused activation's gradient mask is read from the output (detached: the closure must not own
+  // the node that owns it); the plain BatchNorm keeps only x.
+  const Tensor y_saved = act == BnActivation::none ? Tensor() : y.detach();
   record(op, {x_in, gamma, beta}, {y},
-         [x, gamma = gamma.detach(), stats, training = opt.training, reducer = opt.reducer, P, C, global_count](
-             const std::vector<Tensor>& grads) {
-           SEG_PROFILE("batch_norm", "backward", {{"x", prof_tensor(x)}, {"training", training}});
+         [op, x, y = y_saved, gamma = gamma.detach(), stats, training = opt.training, reducer = opt.reducer, act, P, C,
+          global_count](const std::vector<Tensor>& grads) {
+           SEG_PROFILE(op, "backward", {{"x", prof_tensor(x)}, {"training", training}});
            const Tensor dy = grads[0].contiguous();
-           check_same_device("batch_norm", {&x, &dy});
+           check_same_device(op, {&x, &dy});
            Tensor dx = x.new_empty(x.shape());
            Tensor dgamma = gamma.new_empty({C}), dbeta = gamma.new_empty({C});
            Tensor sums = x.new_empty({2, C}, DType::f64);  // sum dy, sum dy*xhat
            Tensor k = x.new_empty({3, C}, gamma.dtype());  // dx = k1*dy + k2*(x - mean) + k3
-           SEG_DISPATCH_DEVICE("batch_norm", x, SEG_CPU_FLOAT_DTYPES, SEG_CUDA_FLOAT_DTYPES, [&](auto dev, auto tag) {
+           SEG_DISPATCH_DEVICE(op, x, SEG_CPU_FLOAT_DTYPES, SEG_CUDA_FLOAT_DTYPES, [&](auto dev, auto tag) {
              using T = SEG_TYPE(tag);
              using A = std::conditional_t<std::is_same_v<T, double>, double, float>;
              const A* mean = stats.data<A>();
              const A* invstd = mean + C;
              double* sum_dy = sums.data<double>();
              double* sum_dy_xhat = sum_dy + C;
+             const T* yp = act == BnActivation::none ? nullptr : y.data<T>();
              SEG_KERNEL_WS(dev, x.new_empty({static_cast<int64_t>(cuda::bn_reduce_workspace_bytes(P, C))}, DType::u8).data_ptr(),
-                           bn_backward_sums<T, A>)(x.data<T>(), dy.data<T>(), P, C, mean, invstd, sum_dy, sum_dy_xhat);
+                           bn_backward_sums_act<T, A>)(x.data<T>(), yp, dy.data<T>(), P, C, mean, invstd, act, sum_dy,
+                                                       sum_dy_xhat);
              // dgamma/dbeta are this rank's parameter gradients (all-reduced later with the other
              // gradients); dx needs the global sums.
              SEG_KERNEL(dev, bn_param_grads<A>)(sum_dy, sum_dy_xhat, C, dgamma.data<A>(), dbeta.data<A>());
@@ -130,8 +149,8 @@ Tensor batch_norm(const Tensor& x_in, const Tensor& gamma, const Tensor& beta, T
              A* k1 = k.data<A>();
              SEG_KERNEL(dev, bn_backward_coefficients<A>)(sum_dy, sum_dy_xhat, C, M, training, gamma.data<A>(), invstd, k1,
                                                           k1 + C, k1 + 2 * C);
-             SEG_KERNEL(dev, bn_backward_dx<T, A>)(x.data<T>(), dy.data<T>(), P, C, mean, k1, k1 + C, k1 + 2 * C,
-                                                   dx.data<T>());
+             SEG_KERNEL(dev, bn_backward_dx_act<T, A>)(x.data<T>(), yp, dy.data<T>(), P, C, mean, k1, k1 + C, k1 + 2 * C,
+                                                       act, dx.data<T>());
            });
            return std::vector<Tensor>{dx, dgamma, dbeta};
          });

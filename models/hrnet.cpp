@@ -127,8 +127,8 @@ std::vector<Tensor> HRNetV2Encoder::run_stage(const Stage& s, std::vector<Tensor
 }
 
 std::vector<Tensor> HRNetV2Encoder::forward(const Tensor& images) {
-  Tensor x = ops::relu(bn1_->forward(conv1_->forward(images)));
-  x = ops::relu(bn2_->forward(conv2_->forward(x)));
+  Tensor x = bn1_->forward_act(conv1_->forward(images), BnActivation::relu);
+  x = bn2_->forward_act(conv2_->forward(x), BnActivation::relu);
   x = layer1_->forward(x);
   std::vector<Tensor> y = run_stage(*stage2_, apply_transition(*transition1_, {x}));
   y = run_stage(*stage3_, apply_transition(*transition2_, y));

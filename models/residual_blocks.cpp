@@ -13,7 +13,7 @@ BasicBlock::BasicBlock(LayerMaker& make, int64_t inplanes, int64_t planes, int64
 }
 
 Tensor BasicBlock::forward(const Tensor& x) {
-  Tensor out = ops::relu(bn1_->forward(conv1_->forward(x)));
+  Tensor out = bn1_->forward_act(conv1_->forward(x), BnActivation::relu);
   out = bn2_->forward(conv2_->forward(out));
   const Tensor shortcut = downsample_ ? downsample_->forward(x) : x;
   return ops::relu(ops::add(out, shortcut));
@@ -32,8 +32,8 @@ Bottleneck::Bottleneck(LayerMaker& make, int64_t inplanes, int64_t planes, int64
 }
 
 Tensor Bottleneck::forward(const Tensor& x) {
-  Tensor out = ops::relu(bn1_->forward(conv1_->forward(x)));
-  out = ops::relu(bn2_->forward(conv2_->forward(out)));
+  Tensor out = bn1_->forward_act(conv1_->forward(x), BnActivation::relu);
+  out = bn2_->forward_act(conv2_->forward(out), BnActivation::relu);
   out = bn3_->forward(conv3_->forward(out));
   const Tensor shortcut = downsample_ ? downsample_->forward(x) : x;
   return ops::relu(ops::add(out, shortcut));

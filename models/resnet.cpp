@@ -39,9 +39,9 @@ ResNetEncoder::ResNetEncoder(int depth, bool dilated, double bn_momentum)
 }
 
 std::vector<Tensor> ResNetEncoder::forward(const Tensor& images) {
-  Tensor x = ops::relu(bn1_->forward(conv1_->forward(images)));
-  x = ops::relu(bn2_->forward(conv2_->forward(x)));
-  x = ops::relu(bn3_->forward(conv3_->forward(x)));
+  Tensor x = bn1_->forward_act(conv1_->forward(images), BnActivation::relu);
+  x = bn2_->forward_act(conv2_->forward(x), BnActivation::relu);
+  x = bn3_->forward_act(conv3_->forward(x), BnActivation::relu);
   x = ops::max_pool2d(x, 3, 2, 1);
   std::vector<Tensor> conv_out;
   for (auto& layer : layers_) {

@@ -213,9 +213,28 @@ class Exporter {
 
  private:
   bool foldable(const TracedOp& conv_op, const TracedOp& next, const std::unordered_map<const TensorImpl*, int>& reads) {
-    if (next.op != "batch_norm" || next.inputs.empty() || !next.inputs[0].same(conv_op.outputs[0])) return false;
+    if (!is_batch_norm(next.op) || next.inputs.empty() || !next.inputs[0].same(conv_op.outputs[0])) return false;
     auto r = reads.find(conv_op.outputs[0].impl());
     return r != reads.end() && r->second == 1 && m_.bns.count(next.inputs[1].impl()) > 0;
+  }
+
+  // batch_norm, or a BatchNorm with its activation fused in (ops::BatchNormOptions::act), which
+  // exports as the BatchNorm (or the folded conv) followed by Relu or Clip(0, 6).
+  static bool is_batch_norm(const std::string& t) {
+    return t == "batch_norm" || t == "batch_norm_relu" || t == "batch_norm_relu6";
+  }
+  // The value the BatchNorm part writes: the op's own output, or a fresh one its activation reads.
+  std::string bn_output(const TracedOp& bn_op, const std::string& base) {
+    return bn_op.op == "batch_norm" ? out(bn_op, base) : b_.fresh(base);
+  }
+  void fused_activation(const TracedOp& bn_op, const std::string& pre) {
+    if (bn_op.op == "batch_norm_relu") b_.node("Relu", {pre}, {out(bn_op, "relu")}, b_.fresh("relu"));
+    if (bn_op.op == "batch_norm_relu6") clip06(pre, bn_op);
+  }
+  // Clip(x, 0, 6) into op's output.
+  void clip06(const std::string& x, const TracedOp& op) {
+    const std::string lo = b_.scalar_init(0.0f), hi = b_.scalar_init(6.0f);
+    b_.node("Clip", {x, lo, hi}, {out(op, "relu6")}, b_.fresh("relu6"));
   }
 
   const std::string& in(const TracedOp& op, size_t i) { return b_.value(op.inputs.at(i), op.op); }
@@ -228,7 +247,7 @@ class Exporter {
   void one(const TracedOp& op) {
     const std::string& t = op.op;
     if (t == "conv2d") return conv(op, nullptr);
-    if (t == "batch_norm") return batch_norm(op);
+    if (is_batch_norm(t)) return batch_norm(op);
     if (t == "relu") return unary(op, "Relu");
     if (t == "relu6") return relu6(op);
     if (t == "add") return binary(op, "Add");
@@ -295,9 +314,7 @@ class Exporter {
       inputs.push_back(b_.float_init(wname + ".bn_folded", wf, {O, I, KH, KW}, doc));
       inputs.push_back(b_.float_init(module_of(wname) + ".bias.bn_folded", bf, {O}, doc));
       name = module_of(wname) + "/conv+" + bn_module;
-      const std::string yname = b_.fresh("conv_bn");
-      b_.bind(bn_op->outputs.at(0), yname);
-      y = yname;
+      y = bn_output(*bn_op, "conv_bn");
       ++report_.folded_bn;
     }
     onnx::NodeProto* n = b_.node("Conv", inputs, {y}, name);
@@ -306,6 +323,7 @@ class Exporter {
     set_ints(n, "pads", {o.pad_h, o.pad_w, o.pad_h, o.pad_w});
     set_ints(n, "dilations", {o.dil_h, o.dil_w});
     set_int(n, "group", o.groups);
+    if (bn_op != nullptr) fused_activation(*bn_op, y);
   }
 
   void batch_norm(const TracedOp& op) {
@@ -319,8 +337,10 @@ class Exporter {
     std::vector<std::string> inputs{x};
     for (const Tensor* t : {&bn.weight, &bn.bias, &bn.running_mean, &bn.running_var})
       inputs.push_back(b_.param(*t, m_.names.at(t->impl()), {C}, *t));
-    onnx::NodeProto* n = b_.node("BatchNormalization", inputs, {out(op, "bn")}, module_of(m_.names.at(bn.weight.impl())) + "/bn");
+    const std::string y = bn_output(op, "bn");
+    onnx::NodeProto* n = b_.node("BatchNormalization", inputs, {y}, module_of(m_.names.at(bn.weight.impl())) + "/bn");
     set_float(n, "epsilon", static_cast<float>(bn.eps));
+    fused_activation(op, y);
   }
 
   void unary(const TracedOp& op, const char* type) {
@@ -329,8 +349,7 @@ class Exporter {
   }
   void relu6(const TracedOp& op) {
     const std::string x = in(op, 0);
-    const std::string lo = b_.scalar_init(0.0f), hi = b_.scalar_init(6.0f);
-    b_.node("Clip", {x, lo, hi}, {out(op, "relu6")}, b_.fresh("relu6"));
+    clip06(x, op);
   }
   void binary(const TracedOp& op, const char* type) {
     const std::string a = in(op, 0), c = in(op, 1);

@@ -95,14 +95,19 @@ TEST_CASE("cuda ops: batch_norm train (statistics updated on the device) and eva
     const Tensor rm0 = random_tensor({C}, DType::f32, 7, 0.1), rv0 = random_tensor({C}, DType::f32, 8, 0.1, 1.0);
     // The outputs do not depend on how often the running statistics moved (train: batch statistics;
     // eval: not updated). The update itself is compared below, from equal states.
+    // Plain, and with the fused ReLU / ReLU6 (beta shifted by 3 so that ReLU6 also clamps at 6).
+    for (BnActivation act : {BnActivation::none, BnActivation::relu, BnActivation::relu6})
     for (DType dt : kDtypes) {
+      CAPTURE(static_cast<int>(act));
       Tensor rm_cpu = rm0.clone(), rv_cpu = rv0.clone();
       Tensor rm_gpu = rm0.to(cuda0()), rv_gpu = rv0.to(cuda0());
-      OpCase c{"batch_norm", {{{2, 5, 7, C}, 2.0, 3.0}, {{C}, 0.2, 1.0, true, DType::f32}, {{C}, 0.2, 0.0, true}},
+      const double beta_shift = act == BnActivation::relu6 ? 3.0 : 0.0;
+      OpCase c{"batch_norm", {{{2, 5, 7, C}, 2.0, 3.0}, {{C}, 0.2, 1.0, true, DType::f32}, {{C}, 0.2, beta_shift, true}},
                [&](const auto& t) {
                  ops::BatchNormOptions o;
                  o.training = training;
                  o.momentum = 0.1;
+                 o.act = act;
                  Tensor& rm = t[0].device().is_cpu() ? rm_cpu : rm_gpu;
                  Tensor& rv = t[0].device().is_cpu() ? rv_cpu : rv_gpu;
                  return ops::batch_norm(t[0], ops::cast(t[1], DType::f32), ops::cast(t[2], DType::f32), rm, rv, o);

@@ -1,9 +1,13 @@
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <memory>
+
 #include "core/autograd.h"
 #include "core/gradcheck.h"
 #include "kernels/cpu/batchnorm.h"
 #include "layers/batchnorm.h"
+#include "layers/conv2d.h"
 #include "layers/ops.h"
 #include "tests/layers/test_helpers.h"
 
@@ -150,4 +154,85 @@ TEST_CASE("BatchNorm2d module: names, f32 parameters for half activations, batch
   bn.eval();
   bn.forward(randn({1, 2, 2, 8}, DType::f32, 4));
   CHECK(bn.num_batches_tracked.item() == 3);
+}
+
+TEST_CASE("batch_norm with a fused ReLU/ReLU6 is batch_norm then relu/relu6, number for number") {
+  // The fused op clamps before rounding to the storage type and masks dy by its own output; the
+  // separate ops round first and mask by the BatchNorm's output. Rounding is monotone and 0 and 6
+  // are representable in every dtype, so both give the same numbers (up to the sign of a zero), and
+  // the backward sums run the same loops: compared exactly.
+  const int64_t C = 19;
+  for (DType dt : {DType::f64, DType::f32, DType::f16, DType::bf16})
+    for (BnActivation act : {BnActivation::relu, BnActivation::relu6})
+      for (bool training : {true, false}) {
+        CAPTURE(dtype_name(dt));
+        CAPTURE(static_cast<int>(act));
+        CAPTURE(training);
+        const DType pdt = dt == DType::f64 ? DType::f64 : DType::f32;
+        const Tensor x = randn({2, 5, 7, C}, DType::f64, 21, 2.0, 0.5).to(dt);
+        // gamma ~ 2.5 and beta ~ 2.5: the outputs cross both 0 and 6
+        const Tensor gamma = randn({C}, pdt, 22, 0.5, 2.5), beta = randn({C}, pdt, 23, 1.0, 2.5);
+        const Tensor rm0 = randn({C}, pdt, 24, 0.1), rv0 = randn({C}, pdt, 25, 0.1, 1.0);
+        const Tensor dy = randn(x.shape(), DType::f64, 26).to(dt);
+        Tensor xs[2], gs[2], bs[2], rms[2], rvs[2], ys[2];
+        for (int fused = 0; fused < 2; ++fused) {
+          xs[fused] = x.clone().set_requires_grad(true);
+          gs[fused] = gamma.clone().set_requires_grad(true);
+          bs[fused] = beta.clone().set_requires_grad(true);
+          rms[fused] = rm0.clone();
+          rvs[fused] = rv0.clone();
+          ops::BatchNormOptions opt;
+          opt.training = training;
+          opt.momentum = 0.25;
+          if (fused) opt.act = act;
+          const Tensor y = ops::batch_norm(xs[fused], gs[fused], bs[fused], rms[fused], rvs[fused], opt);
+          ys[fused] = fused ? y : act == BnActivation::relu6 ? ops::relu6(y) : ops::relu(y);
+          ys[fused].backward(dy);
+        }
+        CHECK(ys[1].grad_fn()->name() == (act == BnActivation::relu6 ? "batch_norm_relu6" : "batch_norm_relu"));
+        // Both kinks are exercised: zeros, and sixes for ReLU6.
+        const auto v = ys[1].to(DType::f64).to_vector<double>();
+        CHECK(std::count(v.begin(), v.end(), 0.0) > 20);
+        if (act == BnActivation::relu6) CHECK(std::count(v.begin(), v.end(), 6.0) > 20);
+        SEG_CHECK_CLOSE(ys[1], ys[0], Tolerance{});
+        SEG_CHECK_CLOSE(xs[1].grad(), xs[0].grad(), Tolerance{});
+        SEG_CHECK_CLOSE(gs[1].grad(), gs[0].grad(), Tolerance{});
+        SEG_CHECK_CLOSE(bs[1].grad(), bs[0].grad(), Tolerance{});
+        SEG_CHECK_CLOSE(rms[1], rms[0], Tolerance{});
+        SEG_CHECK_CLOSE(rvs[1], rvs[0], Tolerance{});
+      }
+}
+
+TEST_CASE("batch_norm with a fused ReLU6: gradients match finite differences away from the kinks") {
+  const int64_t C = 3;
+  const Tensor x = randn({2, 3, 4, C}, DType::f64, 27, 1.5, 0.3);
+  const Tensor gamma = randn({C}, DType::f64, 28, 0.5, 2.5), beta = randn({C}, DType::f64, 29, 1.0, 2.5);
+  Tensor rm = Tensor::zeros({C}, DType::f64, Device::cpu()), rv = Tensor::full({C}, 2.0, DType::f64, Device::cpu());
+  ops::BatchNormOptions opt;
+  opt.act = BnActivation::relu6;
+  GradCheckOptions gopt;
+  gopt.skip_kinks = true;
+  const GradCheckResult r = gradcheck(
+      [&](const std::vector<Tensor>& in) { return ops::batch_norm(in[0], in[1], in[2], rm, rv, opt); }, {x, gamma, beta},
+      gopt);
+  CHECK_MESSAGE(r.ok, r.report);
+}
+
+TEST_CASE("Sequential runs BatchNorm + ReLU6 as one op under upstream's indices; fusion can be turned off") {
+  auto bn = std::make_shared<BatchNorm2d>(6, 0.1);
+  Sequential seq(std::vector<std::shared_ptr<UnaryModule>>{bn, std::make_shared<ReLU>(true)});
+  std::vector<std::string> names;
+  for (const auto& p : seq.named_parameters()) names.push_back(p.name);
+  CHECK(names == std::vector<std::string>{"0.weight", "0.bias"});
+  const Tensor x = randn({2, 3, 3, 6}, DType::f32, 30, 3.0, 1.0);
+  const bool was = bn_activation_fusion();
+  set_bn_activation_fusion(true);
+  const Tensor fused = seq.forward(x);
+  CHECK(fused.grad_fn()->name() == "batch_norm_relu6");
+  set_bn_activation_fusion(false);
+  const Tensor apart = seq.forward(x);
+  CHECK(apart.grad_fn()->name() == "relu6");
+  set_bn_activation_fusion(was);
+  SEG_CHECK_CLOSE(fused, apart, Tolerance{});
+  CHECK(bn->num_batches_tracked.item() == 2);
 }

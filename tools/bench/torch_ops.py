@@ -34,12 +34,14 @@ def build(op, a):
         w = torch.randn(o, ig, kh, kw).contiguous(memory_format=torch.channels_last).requires_grad_()
         b = torch.randn(o).requires_grad_() if a["bias"] else None
         return (lambda: F.conv2d(x, w, b, a["stride"], a["pad"], a["dilation"], a["groups"])), [x, w]
-    if op == "batch_norm":
+    if op in ("batch_norm", "batch_norm_relu", "batch_norm_relu6"):
+        # segtrain's fused BatchNorm+activation against PyTorch's two ops (its eager mode does not fuse)
         x = make(a["x"]["shape"])
         c = x.shape[1]
         g, b = torch.ones(c, requires_grad=True), torch.zeros(c, requires_grad=True)
         rm, rv = torch.zeros(c), torch.ones(c)
-        return (lambda: F.batch_norm(x, rm, rv, g, b, training=a["training"], momentum=0.1)), [x]
+        act = {"batch_norm": lambda t: t, "batch_norm_relu": F.relu, "batch_norm_relu6": F.relu6}[op]
+        return (lambda: act(F.batch_norm(x, rm, rv, g, b, training=a["training"], momentum=0.1))), [x]
     if op in ("relu", "relu6"):
         x = make(a["x"]["shape"])
         return (lambda: F.relu(x) if op == "relu" else F.relu6(x)), [x]
