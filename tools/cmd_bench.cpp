@@ -48,6 +48,8 @@ const char* kUsage =
     "algorithm the CPU conv dispatcher ran (implicit GEMM, depthwise, Winograd F(2x2)/F(4x4)/F(6x6),\n"
     "direct; SEG_CONV_ALGO overrides it, docs/performance.md \"Winograd\").\n"
     "--detect-anomaly runs the checker of `segtrain train --detect-anomaly` on every op (its cost).\n"
+    "A BatchNorm followed by a ReLU or ReLU6 runs as one op (batch_norm_relu, batch_norm_relu6 in the\n"
+    "table); SEG_FUSE_BN_ACT=0 runs them apart (docs/performance.md \"BatchNorm + ReLU(6)\").\n"
     "\n"
     "defaults: --model mobilenetv2dilated-c1_deepsup --size 256 --batch 4 --steps 3 --warmup 2\n"
     "\n"

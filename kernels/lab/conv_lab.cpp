@@ -55,6 +55,9 @@ const Layer kLayers[] = {
     {"dw 3x3 144 (S/4)", 144, 144, 3, 1, 1, 4, 144},
     {"dw 3x3 s2 144 (S/4)", 144, 144, 3, 2, 1, 4, 144},
     {"dw 3x3 960 dil4 (S/8)", 960, 960, 3, 1, 4, 8, 960},
+    // The trunk's widest 1x1 layers (the largest conv costs of the step: `segtrain bench`'s top layers)
+    {"1x1 160->960 (S/8)", 160, 960, 1, 1, 1, 8, 1},
+    {"1x1 960->160 (S/8)", 960, 160, 1, 1, 1, 8, 1},
 };
 const char* kPasses[] = {"forward", "backward data", "backward weight"};
 
@@ -230,8 +233,15 @@ int main(int argc, char** argv) {
                                           : cpu::ConvPass::backward_weight;
       // Speedup of auto over v1: the plain loops for a depthwise layer, the implicit GEMM otherwise.
       const double base = std::isnan(ms[0]) ? ms[1] : ms[0];
-      std::printf("%-24s %-16s %-10s %10.3f %10.3f %10.3f %7.2fx\n", l.name, kPasses[pass],
-                  cpu::conv_algo_name(cpu::conv_algo_chosen(s, p, true)), ms[0], ms[1], ms[2], base / ms[2]);
+      // A version that does not apply (plain loops on a dense layer, the GEMM on a depthwise one) or
+      // failed its check prints "-", not a time.
+      char cells[3][16];
+      for (int v = 0; v < 3; ++v) {
+        if (std::isnan(ms[v])) std::snprintf(cells[v], sizeof cells[v], "-");
+        else std::snprintf(cells[v], sizeof cells[v], "%.3f", ms[v]);
+      }
+      std::printf("%-24s %-16s %-10s %10s %10s %10s %7.2fx\n", l.name, kPasses[pass],
+                  cpu::conv_algo_name(cpu::conv_algo_chosen(s, p, true)), cells[0], cells[1], cells[2], base / ms[2]);
     }
   }
   return ok ? 0 : 1;
