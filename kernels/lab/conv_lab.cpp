@@ -59,7 +59,6 @@ const Layer kLayers[] = {
     {"1x1 160->960 (S/8)", 160, 960, 1, 1, 1, 8, 1},
     {"1x1 960->160 (S/8)", 960, 160, 1, 1, 1, 8, 1},
 };
-const char* kPasses[] = {"forward", "backward data", "backward weight"};
 
 ConvShape shape_of(const Layer& l, int64_t size, int64_t batch) {
   ConvShape s;
@@ -214,7 +213,7 @@ int main(int argc, char** argv) {
         if (!run(versions[v], pass, s, d, out.data())) continue;
         const double err = lab::normalized_error(out, want);
         if (!(err < 1e-5)) {
-          std::printf("%-24s %-16s %s: error %.3g against float64 (bound 1e-5): MISMATCH\n", l.name, kPasses[pass],
+          std::printf("%-24s %-16s %s: error %.3g against float64 (bound 1e-5): MISMATCH\n", l.name, lab::conv_pass_label(pass),
                       versions[v], err);
           ok = false;
           continue;
@@ -228,9 +227,7 @@ int main(int argc, char** argv) {
         std::nth_element(t.begin(), t.begin() + t.size() / 2, t.end());
         ms[v] = t[t.size() / 2];
       }
-      const cpu::ConvPass p = pass == 0 ? cpu::ConvPass::forward
-                              : pass == 1 ? cpu::ConvPass::backward_data
-                                          : cpu::ConvPass::backward_weight;
+      const cpu::ConvPass p = lab::conv_pass_of(pass);
       // Speedup of auto over v1: the plain loops for a depthwise layer, the implicit GEMM otherwise.
       const double base = std::isnan(ms[0]) ? ms[1] : ms[0];
       // A version that does not apply (plain loops on a dense layer, the GEMM on a depthwise one) or
@@ -240,7 +237,7 @@ int main(int argc, char** argv) {
         if (std::isnan(ms[v])) std::snprintf(cells[v], sizeof cells[v], "-");
         else std::snprintf(cells[v], sizeof cells[v], "%.3f", ms[v]);
       }
-      std::printf("%-24s %-16s %-10s %10s %10s %10s %7.2fx\n", l.name, kPasses[pass],
+      std::printf("%-24s %-16s %-10s %10s %10s %10s %7.2fx\n", l.name, lab::conv_pass_label(pass),
                   cpu::conv_algo_name(cpu::conv_algo_chosen(s, p, true)), cells[0], cells[1], cells[2], base / ms[2]);
     }
   }

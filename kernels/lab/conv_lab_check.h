@@ -12,7 +12,13 @@
 
 namespace seg::lab {
 
-// pass 0 = forward (y), 1 = backward data (dx), 2 = backward weight (dw): the output's element count.
+// The labs number the passes 0 = forward (y), 1 = backward data (dx), 2 = backward weight (dw).
+inline cpu::ConvPass conv_pass_of(int pass) {
+  return pass == 0 ? cpu::ConvPass::forward : pass == 1 ? cpu::ConvPass::backward_data : cpu::ConvPass::backward_weight;
+}
+inline const char* conv_pass_label(int pass) { return cpu::conv_pass_name(conv_pass_of(pass)); }
+
+// The pass's output element count.
 inline int64_t conv_pass_numel(int pass, const cpu::ConvShape& s) {
   return pass == 0 ? s.y_numel() : pass == 1 ? s.x_numel() : s.w_numel();
 }

@@ -59,7 +59,6 @@ const Layer kLayers[] = {
     {"c1 cbr_deepsup 160->80 (mobilenetv2)", 160, 80, 8, 1, 1},
 };
 
-const char* kPasses[] = {"forward", "backward data", "backward weight"};
 
 double cpu_seconds() {
   timespec t;
@@ -177,7 +176,7 @@ int main(int argc, char** argv) {
     for (int pass = 0; pass < 3; ++pass) {
       char label[64];
       std::snprintf(label, sizeof label, "%s (%lldx%lld)", l.name, static_cast<long long>(s.H), static_cast<long long>(s.W));
-      std::printf("%-46s %-16s", label, kPasses[pass]);
+      std::printf("%-46s %-16s", label, lab::conv_pass_label(pass));
       std::fflush(stdout);
       const int64_t n = lab::conv_pass_numel(pass, s);
       std::vector<double> ref;
@@ -202,7 +201,7 @@ int main(int argc, char** argv) {
             const std::vector<double> want(base.begin(), base.end());
             const double e = lab::normalized_error(out, want);
             if (!(e < 1e-2)) {
-              std::printf("\n%s FAILED validation on %s %s: error %g\n", a.c_str(), l.name, kPasses[pass], e);
+              std::printf("\n%s FAILED validation on %s %s: error %g\n", a.c_str(), l.name, lab::conv_pass_label(pass), e);
               return 1;
             }
           }
