@@ -21,6 +21,9 @@
 #include "kernels/cpu/conv2d.h"
 #include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/thread_pool.h"
+#ifdef SEG_WITH_CUDA
+#include "kernels/cuda/engine.h"
+#endif
 #include "layers/amp_model.h"
 #include "layers/anomaly.h"
 #include "layers/autocast.h"
@@ -35,7 +38,8 @@ namespace {
 const char* kUsage =
     "usage: segtrain bench [--model ENCODER-DECODER | --cfg FILE] [--size S] [--batch B] [--steps N]\n"
     "                      [--warmup N] [--amp LEVEL] [--amp-dtype T] [--num-class K] [--ops-json FILE]\n"
-    "                      [--detect-anomaly] [--threads N] [--device D [--no-tf32]] [--verbose]\n"
+    "                      [--detect-anomaly] [--threads N] [--device D [--no-tf32] [--engine NAME] [--deterministic]]\n"
+    "                      [--verbose]\n"
     "\n"
     "Times N training steps (after warm-up) of a model on random S x S images: forward, backward and\n"
     "optimizer step, images per second and peak memory, then a table of the time spent per op. The\n"
@@ -46,7 +50,9 @@ const char* kUsage =
     "(the first steps usually overflow while the scale settles); skipped steps are reported.\n"
     "--verbose also prints, for every distinct convolution of the measured steps and each pass, the\n"
     "algorithm the CPU conv dispatcher ran (implicit GEMM, depthwise, Winograd F(2x2)/F(4x4)/F(6x6),\n"
-    "direct; SEG_CONV_ALGO overrides it, docs/performance.md \"Winograd\").\n"
+    "direct; SEG_CONV_ALGO overrides it, docs/performance.md \"Winograd\"); on CUDA with --engine auto\n"
+    "it prints each shape's measured choice (own or the library) as it is made.\n"
+    "--engine NAME (CUDA: own, cublaslt, cudnn, auto) and --deterministic as in segtrain train.\n"
     "--detect-anomaly runs the checker of `segtrain train --detect-anomaly` on every op (its cost).\n"
     "A BatchNorm followed by a ReLU or ReLU6 runs as one op (batch_norm_relu, batch_norm_relu6 in the\n"
     "table); SEG_FUSE_BN_ACT=0 runs them apart (docs/performance.md \"BatchNorm + ReLU(6)\").\n"
@@ -157,9 +163,15 @@ int cmd_bench(const Args& args) {
     cfg.DATASET.num_class = num_class;
     if (!flags.amp.empty()) cfg.TRAIN.amp = flags.amp;
     if (!flags.amp_dtype.empty()) cfg.TRAIN.amp_dtype = flags.amp_dtype;
+    if (!flags.engine.empty()) cfg.TRAIN.engine = flags.engine;
+    cfg.TRAIN.deterministic = flags.deterministic;
     if (flags.threads > 0) set_num_threads(flags.threads);
   }
-  const Device device = resolve_device(flags);
+  const Device device = resolve_device(flags, &cfg);
+#ifdef SEG_WITH_CUDA
+  // --engine auto decides once per shape; --verbose shows each decision as it is made.
+  if (verbose && device.is_cuda()) cuda::set_engine_log([](const std::string& line) { std::printf("%s\n", line.c_str()); });
+#endif
   const AmpConfig amp = amp_config(cfg);
   reset_global_rng(1);
   auto model = build_segmentation_module(model_config(cfg), true);

@@ -25,7 +25,7 @@ namespace seg::cli {
 
 namespace {
 const char* kUsage =
-    "usage: segtrain demo [--smoke] [--steps N] [--data DIR] [--out DIR] [--threads N] [--device D [--no-tf32]]\n"
+    "usage: segtrain demo [--smoke] [--steps N] [--data DIR] [--out DIR] [--threads N] [--device D [--no-tf32] [--engine NAME] [--deterministic]]\n"
     "\n"
     "The end-to-end demo on generated data:\n"
     "  1. writes the synthetic ADE20K-format dataset to DIR (default data-gen/synth) unless it is there,\n"
@@ -39,6 +39,8 @@ const char* kUsage =
     "  --steps N     train N steps only (one epoch of N; with --smoke: the CI test of a device)\n"
     "  --device D    cpu (default) or cuda:N\n"
     "  --no-tf32     strict f32 convolutions and GEMMs on CUDA (default: TF32 tensor cores, as PyTorch)\n"
+    "  --engine NAME convolutions and GEMMs on CUDA: own (default), cublaslt, cudnn or auto (TRAIN.engine)\n"
+    "  --deterministic  cuDNN/cuBLASLt pick deterministic algorithms only (TRAIN.deterministic)\n"
     "  --data DIR    dataset folder (default data-gen/synth, or data-gen/smoke with --smoke)\n"
     "  --out DIR     run folder (default runs/demo, or runs/demo-smoke)\n"
     "  --threads N   CPU threads (default: all cores)\n"
@@ -60,7 +62,8 @@ int cmd_demo(const Args& args) {
   int threads = 0;
   int64_t steps = 0;
   std::string device;
-  bool no_tf32 = false;
+  bool no_tf32 = false, deterministic = false;
+  std::string engine;
   for (size_t i = 0; i < args.size(); ++i) {
     auto value = [&]() -> std::string {
       if (i + 1 >= args.size()) throw Error(ErrorKind::usage, args[i] + " needs a value").key(args[i]);
@@ -72,6 +75,8 @@ int cmd_demo(const Args& args) {
     else if (args[i] == "--threads") threads = static_cast<int>(int_flag("--threads", value(), 1, 4096));
     else if (args[i] == "--device") device = value();
     else if (args[i] == "--no-tf32") no_tf32 = true;
+    else if (args[i] == "--engine") engine = value();
+    else if (args[i] == "--deterministic") deterministic = true;
     else if (args[i] == "--steps") steps = int_flag("--steps", value(), 1);
     else throw Error(ErrorKind::usage, "segtrain demo: unknown option '" + args[i] + "'").hint("see segtrain demo --help");
   }
@@ -83,6 +88,8 @@ int cmd_demo(const Args& args) {
   flags.cfg_path = config_path();
   flags.device = device;
   flags.no_tf32 = no_tf32;
+  flags.engine = engine;  // load_run_config turns these into TRAIN.engine and TRAIN.deterministic
+  flags.deterministic = deterministic;
   const Device dev = resolve_device(flags);  // before generating data: a missing GPU fails at once
 
   // 1. Data.

@@ -16,7 +16,7 @@ namespace {
 const char* kUsage =
     "usage: segtrain eval --cfg FILE [--checkpoint NAME | --encoder FILE --decoder FILE] [--scales LIST]\n"
     "                     [--visualize] [--amp LEVEL] [--amp-dtype T] [--max-images N] [--non-strict]\n"
-    "                     [--device D [--no-tf32]] [--threads N] [KEY VALUE ...]\n"
+    "                     [--device D [--no-tf32] [--engine NAME] [--deterministic]] [--threads N] [KEY VALUE ...]\n"
     "\n"
     "Evaluates on DATASET.list_val exactly as upstream's eval.py: for each image and each short side in\n"
     "DATASET.imgSizes (or --scales), softmax probabilities upsampled to the label size are averaged; the\n"
@@ -32,6 +32,9 @@ const char* kUsage =
     "  --amp LEVEL        half-precision inference (O1 autocast, O2/O3 half model)\n"
     "  --max-images N     evaluate the first N images only\n"
     "  --non-strict       load checkpoints like upstream's strict=False (report skipped tensors)\n"
+    "  --engine NAME      on CUDA, who runs convolutions and GEMMs: own (default: the project's kernels),\n"
+    "                     cublaslt, cudnn or auto (the faster per shape) (TRAIN.engine)\n"
+    "  --deterministic    on CUDA, cuDNN/cuBLASLt pick deterministic algorithms only (TRAIN.deterministic)\n"
     "\n"
     "examples:\n"
     "  segtrain eval --cfg configs/synth-mobilenetv2dilated-c1_deepsup.json --checkpoint epoch_10.pth\n"
@@ -65,7 +68,7 @@ int cmd_eval(const Args& args) {
   f.overrides.insert(f.overrides.end(), extra.begin(), extra.end());
   if (visualize) f.overrides.insert(f.overrides.end(), {"VAL.visualize", "True"});
   const Config cfg = load_run_config(f);
-  const Device device = resolve_device(f);
+  const Device device = resolve_device(f, &cfg);
   if (choice.checkpoint == "best") choice.encoder = cfg.DIR + "/encoder_best.safetensors", choice.decoder = cfg.DIR + "/decoder_best.safetensors";
   // Under mpirun the ranks split the list and sum their counts (upstream's eval_multipro); rank 0
   // prints what it loaded (every rank loads the same files) and the one report.

@@ -20,7 +20,8 @@ namespace seg::cli {
 namespace {
 const char* kUsage =
     "usage: segtrain predict --cfg FILE --imgs PATH [--out DIR] [--checkpoint NAME | --encoder F --decoder F]\n"
-    "                        [--npy] [--scales LIST] [--non-strict] [--amp LEVEL] [--device D [--no-tf32]] [--threads N] [KEY VALUE ...]\n"
+    "                        [--npy] [--scales LIST] [--non-strict] [--amp LEVEL] [--device D [--no-tf32] [--engine NAME] [--deterministic]]\n"
+    "                        [--threads N] [KEY VALUE ...]\n"
     "\n"
     "Segments an image, or every .jpg/.jpeg/.png in a folder, with multi-scale averaging as eval does.\n"
     "For each image it writes, in DIR (default TEST.result):\n"
@@ -33,6 +34,9 @@ const char* kUsage =
     "  --checkpoint NAME  like TEST.checkpoint (default): epoch_20.pth -> DIR/encoder_epoch_20.safetensors ...\n"
     "  --scales LIST      short sides (default: DATASET.imgSizes)\n"
     "  --non-strict       load checkpoints like upstream's strict=False (skip missing/unexpected tensors)\n"
+    "  --engine NAME      on CUDA, who runs convolutions and GEMMs: own (default: the project's kernels),\n"
+    "                     cublaslt, cudnn or auto (the faster per shape) (TRAIN.engine)\n"
+    "  --deterministic    on CUDA, cuDNN/cuBLASLt pick deterministic algorithms only (TRAIN.deterministic)\n"
     "\n"
     "examples:\n"
     "  segtrain predict --cfg configs/synth-mobilenetv2dilated-c1_deepsup.json --imgs data-gen/synth/images/validation --out preds\n"
@@ -85,7 +89,7 @@ int cmd_predict(const Args& args) {
   CommonFlags f = flags;
   if (!scales.empty()) f.overrides.insert(f.overrides.end(), {"DATASET.imgSizes", scales});
   const Config cfg = load_run_config(f);
-  const Device device = resolve_device(f);
+  const Device device = resolve_device(f, &cfg);
   const std::vector<std::string> paths = collect_images(imgs);
   if (out.empty()) out = cfg.TEST.result;
   make_dirs(out);

@@ -12,7 +12,7 @@ namespace seg::cli {
 
 namespace {
 const char* kUsage =
-    "usage: segtrain train --cfg FILE [--gpus LIST | --device D] [--no-tf32] [--amp O0|O1|O2|O3] [--amp-dtype f16|bf16]\n"
+    "usage: segtrain train --cfg FILE [--gpus LIST | --device D] [--no-tf32] [--engine NAME] [--deterministic] [--amp O0|O1|O2|O3] [--amp-dtype f16|bf16]\n"
     "                      [--loss-scale dynamic|none|N] [--resume [--force]] [--amp-stats] [--detect-anomaly]\n"
     "                      [--threads N] [--skip-bad | --on-bad-sample fail|skip] [--comm-timeout S]\n"
     "                      [--help-keys] [KEY VALUE ...]\n"
@@ -35,6 +35,9 @@ const char* kUsage =
     "                      the job, naming it (default 300)\n"
     "  --no-tf32           strict f32 convolutions and GEMMs on CUDA (default: TF32 tensor cores for f32,\n"
     "                      as PyTorch; the CPU's f32 is always strict)\n"
+    "  --engine NAME       on CUDA, who runs convolutions and GEMMs: own (default: the project's kernels),\n"
+    "                      cublaslt, cudnn or auto (the faster per shape) (TRAIN.engine; no effect on the CPU)\n"
+    "  --deterministic     on CUDA, cuDNN/cuBLASLt pick deterministic algorithms only (TRAIN.deterministic)\n"
     "  --amp LEVEL         mixed precision, Apex semantics (docs/mixed-precision.md); --apex = O1,\n"
     "                      --apex-opt-level LEVEL as upstream's pull request\n"
     "  --amp-dtype T       f16 (default) or bf16\n"

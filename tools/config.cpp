@@ -73,6 +73,8 @@ std::vector<Entry> schema(Config& c) {
       {"TRAIN.sync_bn", &c.TRAIN.sync_bn, "with several ranks, BatchNorm statistics over all ranks' sub-batches, as upstream's SyncBN; false = per rank (ours)"},
       {"TRAIN.allreduce_dtype", &c.TRAIN.allreduce_dtype, "with several ranks, gradients travel in their storage dtype (storage: f16/bf16 for half models, half the bytes) or widened to f32 (ours)"},
       {"TRAIN.bucket_mb", &c.TRAIN.bucket_mb, "with several ranks, gradients are all-reduced in buckets of this many MB, during backward (ours)"},
+      {"TRAIN.engine", &c.TRAIN.engine, "on CUDA devices, who runs convolutions and GEMMs: own (the project's kernels), cublaslt, cudnn or auto; no effect on the CPU (ours; --engine)"},
+      {"TRAIN.deterministic", &c.TRAIN.deterministic, "on CUDA devices, cuDNN/cuBLASLt choose deterministic algorithms only (the own kernels always are); no effect on the CPU (ours; --deterministic)"},
       {"VAL.batch_size", &c.VAL.batch_size, "evaluation batch size (1, as upstream)"},
       {"VAL.visualize", &c.VAL.visualize, "write image | ground truth | prediction PNGs to DIR/result"},
       {"VAL.checkpoint", &c.VAL.checkpoint, "checkpoint eval loads: epoch_N.pth = DIR/encoder_epoch_N.safetensors + decoder"},

@@ -66,6 +66,9 @@ struct Config {
     bool sync_bn = true;              // BatchNorm statistics over all ranks (upstream's SyncBN)
     double bucket_mb = 25;            // gradient all-reduce bucket size
     std::string allreduce_dtype = "storage";  // gradients travel in their storage dtype, or "f32"
+    // CUDA devices (no effect on the CPU): who computes convolutions and GEMMs (kernels/cuda/engine.h)
+    std::string engine = "own";       // own | cublaslt | cudnn | auto (--engine)
+    bool deterministic = false;       // the library engines choose deterministic algorithms only (--deterministic)
   } TRAIN;
   struct {
     int64_t batch_size = 1;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
+#include <iterator>
 #include <mutex>
 
 #include "core/comm.h"
@@ -41,6 +42,8 @@ CommonFlags parse_common_flags(const std::vector<std::string>& args, const std::
     else if (a == "--on-bad-sample") f.on_bad_sample = value(i);
     else if (a == "--skip-bad") f.on_bad_sample = "skip";
     else if (a == "--no-tf32") f.no_tf32 = true;
+    else if (a == "--engine") f.engine = value(i);
+    else if (a == "--deterministic") f.deterministic = true;
     else if (a == "--comm-timeout") {
       f.comm_timeout = static_cast<double>(int_flag("--comm-timeout", value(i), 1, 86400));
     } else if (a == "--threads") {
@@ -77,6 +80,8 @@ Config load_run_config(const CommonFlags& flags) {
   if (!flags.amp.empty()) overrides.insert(overrides.end(), {"TRAIN.amp", flags.amp});
   if (!flags.amp_dtype.empty()) overrides.insert(overrides.end(), {"TRAIN.amp_dtype", flags.amp_dtype});
   if (!flags.loss_scale.empty()) overrides.insert(overrides.end(), {"TRAIN.loss_scale", flags.loss_scale});
+  if (!flags.engine.empty()) overrides.insert(overrides.end(), {"TRAIN.engine", flags.engine});
+  if (flags.deterministic) overrides.insert(overrides.end(), {"TRAIN.deterministic", "true"});
   Config cfg = load_config(flags.cfg_path, overrides);
   if (flags.threads > 0) set_num_threads(flags.threads);
   if (flags.comm_timeout > 0) world().set_timeout_seconds(flags.comm_timeout);
@@ -112,9 +117,41 @@ std::vector<int> parse_gpu_list(const std::string& text) {
   return out;
 }
 
-Device resolve_device(const CommonFlags& flags) {
+namespace {
+
+// The engine a run asks for, and which setting named it (for the message if it is wrong).
+struct EngineRequest {
+  std::string name = "own";
+  std::string key = "TRAIN.engine";
+  bool deterministic = false;
+};
+
+EngineRequest engine_request(const CommonFlags& flags, const Config* cfg) {
+  EngineRequest r;
+  if (cfg != nullptr) {
+    r.name = cfg->TRAIN.engine;
+    r.deterministic = cfg->TRAIN.deterministic;
+  } else {
+    if (!flags.engine.empty()) r.name = flags.engine;
+    r.deterministic = flags.deterministic;
+  }
+  if (!flags.engine.empty()) r.key = "--engine";  // the flag overrides the config key
+  // Checked on every device and in every build, so a typo fails before a long CPU run starts.
+  // (The names are kernels/cuda/engine.h's, which CPU-only builds do not compile.)
+  static const char* const kNames[] = {"own", "cublaslt", "cudnn", "auto"};
+  if (std::find(std::begin(kNames), std::end(kNames), r.name) == std::end(kNames))
+    throw Error(ErrorKind::usage, "unknown engine '" + r.name + "'")
+        .key(r.key)
+        .hint("choose own (the project's kernels), cublaslt, cudnn or auto");
+  return r;
+}
+
+}  // namespace
+
+Device resolve_device(const CommonFlags& flags, const Config* cfg) {
   if (!flags.gpus.empty() && !flags.device.empty())
     throw Error(ErrorKind::usage, "give either --gpus or --device, not both").key("--gpus");
+  const EngineRequest engine = engine_request(flags, cfg);
   Device dev = Device::cpu();
   if (!flags.gpus.empty()) {
     const std::vector<int> gpus = parse_gpu_list(flags.gpus);
@@ -134,6 +171,13 @@ Device resolve_device(const CommonFlags& flags) {
   // TF32 for f32 convolutions and GEMMs is on by default, as in PyTorch (kernels/cuda/engine.h);
   // the start-up line says which kernels f32 runs on.
   if (dev.is_cuda()) {
+    try {
+      cuda::set_engine(cuda::parse_engine(engine.name));
+    } catch (const cuda::EngineUnavailable& e) {
+      // The simulated build has no library engines; an nvcc build may lack cuDNN.
+      throw Error(ErrorKind::device, e.what()).key(engine.key).hint("use --engine own (the project's kernels) or auto");
+    }
+    cuda::set_deterministic(engine.deterministic);
     cuda::set_allow_tf32(!flags.no_tf32);
     // Once per process and setting: the demo resolves the device for training and again for eval.
     // (Threads of a multi-GPU run resolve their devices at once, hence the lock.)

@@ -26,6 +26,8 @@ struct CommonFlags {
   std::string on_bad_sample; // --on-bad-sample fail|skip
   int threads = 0;           // --threads N (0 = all cores)
   bool no_tf32 = false;      // --no-tf32: strict f32 convolutions/GEMMs on CUDA (no effect on the CPU)
+  std::string engine;        // --engine own|cublaslt|cudnn|auto: TRAIN.engine (CUDA only)
+  bool deterministic = false; // --deterministic: TRAIN.deterministic (CUDA's library engines only)
   double comm_timeout = 0;   // --comm-timeout S: under mpirun, a collective waiting longer stops the run (0 = 300 s)
   std::vector<std::string> overrides;  // trailing KEY VALUE pairs
   std::vector<std::string> rest;       // command-specific flags, in order, for the command to parse
@@ -40,12 +42,19 @@ CommonFlags parse_common_flags(const std::vector<std::string>& args, const std::
 // Error(usage) naming `flag` and the bad item otherwise.
 std::string scales_override(const std::string& flag, const std::string& text);
 
-// Applies the flags to the config (amp, loss scale) and loads it; sets the thread count.
+// Applies the flags to the config (amp, loss scale, engine, deterministic) and loads it; sets the
+// thread count.
 Config load_run_config(const CommonFlags& flags);
 
 // The device to run on: --gpus / --device; the CPU when neither is given. Asking for more than one
 // GPU, for a GPU in a build without CUDA, or on a machine without one, is an Error naming the flag.
-Device resolve_device(const CommonFlags& flags);
+// On a CUDA device it also sets the process-wide kernel choices (kernels/cuda/engine.h): TF32
+// (--no-tf32), the engine and determinism, from `cfg` (TRAIN.engine, TRAIN.deterministic, which
+// load_run_config fills from --engine and --deterministic) or, before a config exists (the demo's
+// early check), from the flags; then prints the one start-up line saying which kernels run. An
+// unknown engine name is a usage error on every device; an engine this build or machine lacks is a
+// device error (exit 4) naming it and why.
+Device resolve_device(const CommonFlags& flags, const Config* cfg = nullptr);
 // "0-3" -> {0,1,2,3}, "0,2" -> {0,2}, "gpu0" -> {0}; Error(usage) otherwise.
 std::vector<int> parse_gpu_list(const std::string& text);
 

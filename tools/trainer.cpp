@@ -575,7 +575,7 @@ TrainSummary train_threads(const Config& cfg, const CommonFlags& flags, const Tr
         if (flags.comm_timeout > 0) comms[r]->set_timeout_seconds(flags.comm_timeout);
         CommonFlags mine = flags;
         mine.gpus = std::to_string(gpus[r]);
-        const Device device = resolve_device(mine);  // the TF32 setting, the engine line
+        const Device device = resolve_device(mine, &cfg);  // the TF32 setting, the engine line
         summaries[r] = train_rank(cfg, mine, opt, *comms[r], device);
         synchronize(device);
       } catch (...) {
@@ -613,7 +613,7 @@ TrainSummary train_mpi_gpu(const Config& cfg, const CommonFlags& flags, const Tr
         .hint("start at most as many processes per machine as --gpus lists (mpirun -npernode N)");
   CommonFlags mine = flags;
   mine.gpus = std::to_string(gpus[static_cast<size_t>(local)]);
-  const Device device = resolve_device(mine);
+  const Device device = resolve_device(mine, &cfg);
   set_current_cuda_device(device.index);
   std::unique_ptr<Communicator> nccl = make_nccl_communicator(processes, device.index);
   if (flags.comm_timeout > 0) nccl->set_timeout_seconds(flags.comm_timeout);
@@ -627,7 +627,7 @@ TrainSummary run_training(const Config& cfg, const CommonFlags& flags, const Tra
   if (launched_by_mpi() && world().size() > 1 && !gpus.empty()) return train_mpi_gpu(cfg, flags, opt, gpus);
   if (gpus.size() > 1) return train_threads(cfg, flags, opt, gpus);
   // One process: alone, or one rank of mpirun's (docs/distributed.md).
-  return train_rank(cfg, flags, opt, world(), resolve_device(flags));
+  return train_rank(cfg, flags, opt, world(), resolve_device(flags, &cfg));
 }
 
 }  // namespace seg::cli

@@ -150,6 +150,7 @@ std::string describe_engines() {
   s += allow_tf32() ? "; f32 convolutions and GEMMs on TF32 tensor cores (--no-tf32 for strict f32)"
                     : "; f32 convolutions and GEMMs in strict f32 (TF32 off)";
   s += "; f16/bf16 on tensor cores with f32 accumulation";
+  if (deterministic()) s += "; cuDNN/cuBLASLt restricted to deterministic algorithms";
   return s;
 }
 

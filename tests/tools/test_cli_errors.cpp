@@ -41,6 +41,10 @@ TEST_CASE("config errors: unknown key with a suggestion, wrong type, missing fil
   check_error({"train", "--cfg", cfg, "--amp", "O5"}, 2, "unknown mixed-precision level");
   check_error({"frobnicate"}, 2, "unknown command");
   check_error({"train", "--cfg", cfg, "--bogus"}, 2, "unknown option '--bogus'");
+  // The engine is checked on every device, so a typo fails before a long CPU run, naming its source.
+  check_error({"bench", "--engine", "bogus", "--size", "32", "--steps", "1", "--warmup", "0"}, 2, "unknown engine 'bogus'");
+  check_error({"bench", "--cfg", cfg, "TRAIN.engine", "cuDNN", "--size", "32", "--steps", "1"}, 2, "TRAIN.engine");
+  check_error({"eval", "--cfg", cfg, "--engine", "fast"}, 2, "--engine");
 }
 
 TEST_CASE("devices: no GPU is a device error (exit 4); several GPUs are for train only, each once (exit 2)") {

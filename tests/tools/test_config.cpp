@@ -29,11 +29,13 @@ TEST_CASE("defaults are upstream's (spec 1.1)") {
   CHECK(c.MODEL.bn_momentum == 0.001);
   CHECK(c.VAL.checkpoint == "epoch_20.pth");
   CHECK(c.TRAIN.detect_anomaly == false);
-  CHECK(Config::keys().size() == 49);  // upstream's keys and ours (the data-parallel TRAIN.sub_batches_per_rank, sync_bn, allreduce_dtype, bucket_mb are the newest)
+  CHECK(Config::keys().size() == 51);  // upstream's keys and ours (TRAIN.engine and TRAIN.deterministic are the newest)
   CHECK(c.TRAIN.sub_batches_per_rank == 1);
   CHECK(c.TRAIN.sync_bn == true);  // upstream's models use SynchronizedBatchNorm2d
   CHECK(c.TRAIN.bucket_mb == 25);  // PyTorch DDP's default
   CHECK(c.TRAIN.allreduce_dtype == "storage");
+  CHECK(c.TRAIN.engine == "own");  // the project's kernels unless asked otherwise
+  CHECK(c.TRAIN.deterministic == false);
 }
 
 TEST_CASE("every shipped JSON config loads, and matches the upstream table") {

@@ -151,6 +151,40 @@ TEST_CASE("segtrain train, eval, predict and bench with --device cuda:0 on the s
   CHECK(b.output.find("cuda:0") != std::string::npos);
 }
 
+// --engine / TRAIN.engine: the simulated build has only the project's kernels. Asking for a library
+// engine is a device error (exit 4) naming the engine, the setting and why; auto runs (its measured
+// table is empty, so it runs own everywhere) and says so; --deterministic is named in the line.
+TEST_CASE("segtrain_sim: --engine cudnn/cublaslt are device errors naming the setting; auto and --deterministic run") {
+  const std::vector<std::string> tiny = {"--size", "32", "--batch", "1", "--steps", "1", "--warmup", "0"};
+  auto bench = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), "bench");
+    args.insert(args.end(), tiny.begin(), tiny.end());
+    return run_segtrain(args);
+  };
+  const auto cudnn = bench({"--device", "cuda:0", "--engine", "cudnn"});
+  INFO(cudnn.output);
+  CHECK(cudnn.exit_code == 4);
+  CHECK(cudnn.output.find("engine 'cudnn' is not available") != std::string::npos);
+  CHECK(cudnn.output.find("--engine") != std::string::npos);
+  const auto lt = bench({"--cfg", seg::test::config_file(), "--device", "cuda:0", "TRAIN.engine", "cublaslt"});
+  INFO(lt.output);
+  CHECK(lt.exit_code == 4);
+  CHECK(lt.output.find("engine 'cublaslt' is not available") != std::string::npos);
+  CHECK(lt.output.find("TRAIN.engine") != std::string::npos);
+  // On the CPU the engine has no effect, so a library engine is not an error there.
+  const auto on_cpu = bench({"--device", "cpu", "--engine", "cudnn"});
+  INFO(on_cpu.output);
+  CHECK(on_cpu.exit_code == 0);
+  const auto automatic = bench({"--device", "cuda:0", "--engine", "auto", "--deterministic", "--verbose"});
+  INFO(automatic.output);
+  REQUIRE(automatic.exit_code == 0);
+  CHECK(automatic.output.find("cuda:0: engine auto (no measured table yet") != std::string::npos);
+  CHECK(automatic.output.find("restricted to deterministic algorithms") != std::string::npos);
+  // --verbose: each shape's decision, once, as it is made (GEMM extents M x N x K of the convolution).
+  CHECK(automatic.output.find("engine auto: conv_fwd f32 ") != std::string::npos);
+  CHECK(automatic.output.find("per step: forward") != std::string::npos);
+}
+
 TEST_CASE("segtrain_sim reports its GPU as simulated, and a GPU it does not have is a device error") {
   const auto info = run_segtrain({"info"});
   INFO(info.output);
