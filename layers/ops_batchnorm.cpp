@@ -116,12 +116,12 @@ Tensor batch_norm(const Tensor& x_in, const Tensor& gamma, const Tensor& beta, T
     SEG_KERNEL(dev, bn_apply_act<T, A>)(x.data<T>(), P, C, mean, mean + 2 * C, beta.data<A>(), act, y.data<T>());
   });
 
-  // A fused activation's gradient mask is read from the output (detached: the closure must not own
-  // the node that owns it); the plain BatchNorm keeps only x.
-  const Tensor y_saved = act == BnActivation::none ? Tensor() : y.detach();
+  // A fused activation's gradient mask is recomputed from x with the forward's scale (in stats) and
+  // beta (kernels/cpu/batchnorm.h), so the closure keeps x, as the plain BatchNorm's does, not y.
+  const Tensor beta_saved = act == BnActivation::none ? Tensor() : beta.detach();
   record(op, {x_in, gamma, beta}, {y},
-         [op, x, y = y_saved, gamma = gamma.detach(), stats, training = opt.training, reducer = opt.reducer, act, P, C,
-          global_count](const std::vector<Tensor>& grads) {
+         [op, x, beta = beta_saved, gamma = gamma.detach(), stats, training = opt.training, reducer = opt.reducer, act, P,
+          C, global_count](const std::vector<Tensor>& grads) {
            SEG_PROFILE(op, "backward", {{"x", prof_tensor(x)}, {"training", training}});
            const Tensor dy = grads[0].contiguous();
            check_same_device(op, {&x, &dy});
@@ -136,10 +136,11 @@ Tensor batch_norm(const Tensor& x_in, const Tensor& gamma, const Tensor& beta, T
              const A* invstd = mean + C;
              double* sum_dy = sums.data<double>();
              double* sum_dy_xhat = sum_dy + C;
-             const T* yp = act == BnActivation::none ? nullptr : y.data<T>();
+             const A* scale = mean + 2 * C;
+             const A* bp = act == BnActivation::none ? nullptr : beta.data<A>();
              SEG_KERNEL_WS(dev, x.new_empty({static_cast<int64_t>(cuda::bn_reduce_workspace_bytes(P, C))}, DType::u8).data_ptr(),
-                           bn_backward_sums_act<T, A>)(x.data<T>(), yp, dy.data<T>(), P, C, mean, invstd, act, sum_dy,
-                                                       sum_dy_xhat);
+                           bn_backward_sums_act<T, A>)(x.data<T>(), dy.data<T>(), P, C, mean, invstd, scale, bp, act,
+                                                       sum_dy, sum_dy_xhat);
              // dgamma/dbeta are this rank's parameter gradients (all-reduced later with the other
              // gradients); dx needs the global sums.
              SEG_KERNEL(dev, bn_param_grads<A>)(sum_dy, sum_dy_xhat, C, dgamma.data<A>(), dbeta.data<A>());
@@ -149,8 +150,8 @@ Tensor batch_norm(const Tensor& x_in, const Tensor& gamma, const Tensor& beta, T
              A* k1 = k.data<A>();
              SEG_KERNEL(dev, bn_backward_coefficients<A>)(sum_dy, sum_dy_xhat, C, M, training, gamma.data<A>(), invstd, k1,
                                                           k1 + C, k1 + 2 * C);
-             SEG_KERNEL(dev, bn_backward_dx_act<T, A>)(x.data<T>(), yp, dy.data<T>(), P, C, mean, k1, k1 + C, k1 + 2 * C,
-                                                       act, dx.data<T>());
+             SEG_KERNEL(dev, bn_backward_dx_act<T, A>)(x.data<T>(), dy.data<T>(), P, C, mean, scale, bp, k1, k1 + C,
+                                                       k1 + 2 * C, act, dx.data<T>());
            });
            return std::vector<Tensor>{dx, dgamma, dbeta};
          });

@@ -21,6 +21,9 @@
 #include <math.h>
 #include <stdint.h>
 
+#include <type_traits>
+
+#include "kernels/common/half.h"
 #include "kernels/common/hostdevice.h"
 
 namespace seg {
@@ -37,6 +40,38 @@ template <class F> SEG_HD_INLINE bool bn_activation_passes(F y, BnActivation act
   if (act == BnActivation::none) return true;
   if (act == BnActivation::relu) return y > F(0);
   return (y > F(0)) & (y < F(6));
+}
+
+// The affine step of the apply pass, v = (x - mean)*scale + beta in the compute type F: one
+// expression for the forward and for the fused backward's recomputation (below), so that both
+// round it the same way (the same operations in the same order; a contraction into an FMA applies
+// to both alike).
+template <class F, class A> SEG_HD_INLINE F bn_affine(F x, A mean, A scale, A beta) {
+  return static_cast<F>((x - mean) * scale + beta);
+}
+
+// The fused backward's mask without reading y. The forward stores y = round_T(act(v)); whether the
+// activation's gradient passes at y (0 < y, and y < 6 for ReLU6) is a comparison of v itself with
+// two bounds, because rounding to the storage type T is monotone and keeps 0 and 6:
+//   passes(y)  <=>  lo < v  (and v < hi for ReLU6)
+// lo: the largest value that rounds to 0 in T, hi: the smallest that rounds to 6. In f32 and f64
+// (no rounding) they are 0 and 6; in f16 half the smallest subnormal (2^-25, a tie, rounds to the
+// even 0) and 6 - half an ulp of 6 (6 - 2^-9, a tie that rounds to the even 6); in bf16 2^-134 and
+// 6 - 2^-6 likewise. NaN fails both tests, as it fails passes(y). tests/kernels/cpu/test_batchnorm
+// checks the equivalence on every float around each bound and on random values.
+// So the fused backward reads x and dy only, not y: one tensor fewer in each of its two passes.
+struct BnPassBounds {
+  float lo, hi;
+};
+template <class T> SEG_HD_INLINE BnPassBounds bn_pass_bounds() {
+  if constexpr (std::is_same_v<T, bf16>) return {0x1p-134f, 6.0f - 0x1p-6f};
+  else if constexpr (std::is_same_v<T, f16>) return {0x1p-25f, 6.0f - 0x1p-9f};
+  else return {0.0f, 6.0f};
+}
+template <class F> SEG_HD_INLINE bool bn_activation_passes_at(F v, BnPassBounds b, BnActivation act) {
+  if (act == BnActivation::none) return true;
+  if (act == BnActivation::relu) return v > F(b.lo);
+  return (v > F(b.lo)) & (v < F(b.hi));
 }
 
 template <class A>

@@ -79,18 +79,21 @@ template <class A> void bn_param_grads(const double* sum_dy, const double* sum_d
 
 // BN fused with the activation that follows it in the model (BN+ReLU in ResNet, PPM and the C1
 // heads, BN+ReLU6 in MobileNetV2): y = act((x - mean)*scale + beta). The backward of the pair runs
-// the BN backward on dy masked by the activation's gradient, read from y (the fused op's output):
-// dy' = act passes at y ? dy : 0. With act = none they are bn_apply, bn_backward_sums, bn_backward_dx
-// (y is then not read and may be null).
+// the BN backward on dy masked by the activation's gradient: dy' = act passes at y ? dy : 0. y is
+// not read: the mask is decided on v = (x - mean)*scale + beta, recomputed from the forward's mean,
+// scale and beta with the forward's expression (bn_affine), against the bounds where rounding to T
+// puts 0 and 6 (bn_pass_bounds), which gives the same mask bit for bit; so each backward pass reads
+// x and dy, as the unfused BatchNorm's do. With act = none they are bn_apply, bn_backward_sums,
+// bn_backward_dx (scale and beta are then not read and may be null).
 template <class T, class A>
 void bn_apply_act(const T* x, int64_t P, int64_t C, const A* mean, const A* scale, const A* beta, BnActivation act,
                   T* y);
 template <class T, class A>
-void bn_backward_sums_act(const T* x, const T* y, const T* dy, int64_t P, int64_t C, const A* mean, const A* invstd,
-                          BnActivation act, double* sum_dy, double* sum_dy_xhat);
+void bn_backward_sums_act(const T* x, const T* dy, int64_t P, int64_t C, const A* mean, const A* invstd, const A* scale,
+                          const A* beta, BnActivation act, double* sum_dy, double* sum_dy_xhat);
 template <class T, class A>
-void bn_backward_dx_act(const T* x, const T* y, const T* dy, int64_t P, int64_t C, const A* mean, const A* k1,
-                        const A* k2, const A* k3, BnActivation act, T* dx);
+void bn_backward_dx_act(const T* x, const T* dy, int64_t P, int64_t C, const A* mean, const A* scale, const A* beta,
+                        const A* k1, const A* k2, const A* k3, BnActivation act, T* dx);
 
 // Reference forward (train or eval) in double, written straight from the definition.
 template <class T, class A>

@@ -43,19 +43,20 @@ __device__ __forceinline__ void chan_merge(double& n, double& mean, double& m2, 
 // backward: part_a = sum dy', part_b = sum dy'*xhat
 // hot-kernel: bn_reduce_partial_kernel
 template <class D, int V, Reduce kind, BnActivation act>
-__global__ void bn_reduce_partial_kernel(const D* __restrict__ x, const D* __restrict__ y, const D* __restrict__ dy,
-                                         int P, int C, int L, int packs_per_block, const float* __restrict__ mean,
-                                         const float* __restrict__ invstd, double* __restrict__ part_a,
-                                         double* __restrict__ part_b) {
+__global__ void bn_reduce_partial_kernel(const D* __restrict__ x, const D* __restrict__ dy, int P, int C, int L,
+                                         int packs_per_block, const float* __restrict__ mean,
+                                         const float* __restrict__ invstd, const float* __restrict__ scale,
+                                         const float* __restrict__ beta, BnPassBounds bounds,
+                                         double* __restrict__ part_a, double* __restrict__ part_b) {
   __shared__ float sa[kThreads * V], sb[kThreads * V];
   const int t = threadIdx.x, G = packs_per_block, R = kThreads / G;
   const int g = t % G, r = t / G;
   const int c0 = (blockIdx.y * G + g) * V;
   const bool active = r < R && c0 < C;
   const int p0 = blockIdx.x * L, p1 = min(P, p0 + L), len = max(0, p1 - p0);
-  float a[V], b[V], pivot[V], m[V], is[V];
+  float a[V], b[V], pivot[V], m[V], is[V], sc[V], be[V];
   SEG_UNROLL
-  for (int v = 0; v < V; ++v) a[v] = b[v] = pivot[v] = m[v] = is[v] = 0.0f;
+  for (int v = 0; v < V; ++v) a[v] = b[v] = pivot[v] = m[v] = is[v] = sc[v] = be[v] = 0.0f;
   if (active && len > 0) {
     if constexpr (kind == Reduce::moments) {
       load_f32<V>(x + static_cast<int64_t>(p0) * C + c0, pivot);
@@ -64,6 +65,10 @@ __global__ void bn_reduce_partial_kernel(const D* __restrict__ x, const D* __res
       for (int v = 0; v < V; ++v) {
         m[v] = mean[c0 + v];
         is[v] = invstd[c0 + v];
+        if constexpr (act != BnActivation::none) {
+          sc[v] = scale[c0 + v];
+          be[v] = beta[c0 + v];
+        }
       }
     }
     int n = 0;
@@ -85,10 +90,10 @@ __global__ void bn_reduce_partial_kernel(const D* __restrict__ x, const D* __res
         float gv[V];
         load_f32<V>(dy + static_cast<int64_t>(p) * C + c0, gv);
         if constexpr (act != BnActivation::none) {
-          float yv[V];
-          load_f32<V>(y + static_cast<int64_t>(p) * C + c0, yv);
+          // The forward's output y is not read: its mask, from v recomputed (batchnorm_math.h).
           SEG_UNROLL
-          for (int v = 0; v < V; ++v) gv[v] = bn_activation_passes(yv[v], act) ? gv[v] : 0.0f;
+          for (int v = 0; v < V; ++v)
+            gv[v] = bn_activation_passes_at(bn_affine<float>(xv[v], m[v], sc[v], be[v]), bounds, act) ? gv[v] : 0.0f;
         }
         SEG_UNROLL
         for (int v = 0; v < V; ++v) {
@@ -178,8 +183,8 @@ __global__ void bn_reduce_merge_kernel(const double* __restrict__ part_a, const 
 }
 
 template <Reduce kind, BnActivation act, class T>
-void reduce(const T* x, const T* y, const T* dy, int64_t P, int64_t C, const float* mean, const float* invstd,
-            double* out_a, double* out_b, void* workspace, Stream stream, const char* what) {
+void reduce(const T* x, const T* dy, int64_t P, int64_t C, const float* mean, const float* invstd, const float* scale,
+            const float* beta, double* out_a, double* out_b, void* workspace, Stream stream, const char* what) {
   require_int32(P * C, what);
   if (C <= 0) return;
   using D = device_t<T>;
@@ -188,17 +193,17 @@ void reduce(const T* x, const T* y, const T* dy, int64_t P, int64_t C, const flo
   double* part_a = static_cast<double*>(workspace);
   double* part_b = part_a + static_cast<int64_t>(plan.chunks) * C;
   if (plan.chunks > 0) {
-    const bool vec = C % V == 0 && aligned16(x) && (kind == Reduce::moments || aligned16(dy)) &&
-                     (act == BnActivation::none || aligned16(y));
+    const bool vec = C % V == 0 && aligned16(x) && (kind == Reduce::moments || aligned16(dy));
+    const BnPassBounds bounds = bn_pass_bounds<T>();
     const int64_t packs = vec ? C / V : C;
     const int G = static_cast<int>(packs < kThreads ? packs : kThreads);
     const dim3 grid(static_cast<unsigned>(plan.chunks), static_cast<unsigned>((packs + G - 1) / G));
     if (vec)
-      SEG_LAUNCH((bn_reduce_partial_kernel<D, V, kind, act>), grid, kThreads, 0, stream, dev(x), dev(y), dev(dy),
-                 static_cast<int>(P), static_cast<int>(C), plan.L, G, mean, invstd, part_a, part_b);
+      SEG_LAUNCH((bn_reduce_partial_kernel<D, V, kind, act>), grid, kThreads, 0, stream, dev(x), dev(dy),
+                 static_cast<int>(P), static_cast<int>(C), plan.L, G, mean, invstd, scale, beta, bounds, part_a, part_b);
     else
-      SEG_LAUNCH((bn_reduce_partial_kernel<D, 1, kind, act>), grid, kThreads, 0, stream, dev(x), dev(y), dev(dy),
-                 static_cast<int>(P), static_cast<int>(C), plan.L, G, mean, invstd, part_a, part_b);
+      SEG_LAUNCH((bn_reduce_partial_kernel<D, 1, kind, act>), grid, kThreads, 0, stream, dev(x), dev(dy),
+                 static_cast<int>(P), static_cast<int>(C), plan.L, G, mean, invstd, scale, beta, bounds, part_a, part_b);
   }
   SEG_LAUNCH((bn_reduce_merge_kernel<kind>), static_cast<unsigned>((C + 31) / 32), dim3(32, 8), 0, stream, part_a,
              part_b, plan.chunks, static_cast<int>(C), static_cast<int>(P), plan.L, out_a, out_b);
@@ -265,15 +270,16 @@ __global__ void bn_apply_kernel(const D* __restrict__ x, int P, int C, const flo
     load_f32<V>(scale + c0, s);
     load_f32<V>(beta + c0, b);
     SEG_UNROLL
-    for (int v = 0; v < V; ++v) out[v] = bn_activate((xv[v] - m[v]) * s[v] + b[v], act);
+    for (int v = 0; v < V; ++v) out[v] = bn_activate(bn_affine<float>(xv[v], m[v], s[v], b[v]), act);
     store_f32<V>(y + o, out);
   }
 }
 
 // hot-kernel: bn_backward_dx_kernel
 template <class D, int V, BnActivation act>
-__global__ void bn_backward_dx_kernel(const D* __restrict__ x, const D* __restrict__ y, const D* __restrict__ dy, int P,
-                                      int C, const float* __restrict__ mean, const float* __restrict__ k1,
+__global__ void bn_backward_dx_kernel(const D* __restrict__ x, const D* __restrict__ dy, int P, int C,
+                                      const float* __restrict__ mean, const float* __restrict__ scale,
+                                      const float* __restrict__ beta, BnPassBounds bounds, const float* __restrict__ k1,
                                       const float* __restrict__ k2, const float* __restrict__ k3, D* __restrict__ dx) {
   const int packs = C / V, total = P * packs;
   for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x) {
@@ -282,13 +288,16 @@ __global__ void bn_backward_dx_kernel(const D* __restrict__ x, const D* __restri
     float xv[V], gv[V], m[V], a[V], b[V], c[V], out[V];
     load_f32<V>(x + o, xv);
     load_f32<V>(dy + o, gv);
-    if constexpr (act != BnActivation::none) {
-      float yv[V];
-      load_f32<V>(y + o, yv);
-      SEG_UNROLL
-      for (int v = 0; v < V; ++v) gv[v] = bn_activation_passes(yv[v], act) ? gv[v] : 0.0f;
-    }
     load_f32<V>(mean + c0, m);
+    if constexpr (act != BnActivation::none) {
+      // The forward's output y is not read: its mask, from v recomputed (batchnorm_math.h).
+      float sc[V], be[V];
+      load_f32<V>(scale + c0, sc);
+      load_f32<V>(beta + c0, be);
+      SEG_UNROLL
+      for (int v = 0; v < V; ++v)
+        gv[v] = bn_activation_passes_at(bn_affine<float>(xv[v], m[v], sc[v], be[v]), bounds, act) ? gv[v] : 0.0f;
+    }
     load_f32<V>(k1 + c0, a);
     load_f32<V>(k2 + c0, b);
     load_f32<V>(k3 + c0, c);
@@ -315,20 +324,21 @@ void apply(const T* x, int64_t P, int64_t C, const float* mean, const float* sca
 }
 
 template <BnActivation act, class T>
-void backward_dx(const T* x, const T* y, const T* dy, int64_t P, int64_t C, const float* mean, const float* k1,
-                 const float* k2, const float* k3, T* dx, Stream stream) {
+void backward_dx(const T* x, const T* dy, int64_t P, int64_t C, const float* mean, const float* scale, const float* beta,
+                 const float* k1, const float* k2, const float* k3, T* dx, Stream stream) {
   require_int32(P * C, "bn_backward_dx");
   if (P * C <= 0) return;
   using D = device_t<T>;
   constexpr int V = kVec16<D>;
   const int p = static_cast<int>(P), c = static_cast<int>(C);
-  if (C % V == 0 && aligned16(x) && (act == BnActivation::none || aligned16(y)) && aligned16(dy) && aligned16(dx) &&
-      aligned16(mean) && aligned16(k1) && aligned16(k2) && aligned16(k3))
-    SEG_LAUNCH((bn_backward_dx_kernel<D, V, act>), grid_for(P * C / V), kThreads, 0, stream, dev(x), dev(y), dev(dy), p,
-               c, mean, k1, k2, k3, dev(dx));
+  const BnPassBounds bounds = bn_pass_bounds<T>();
+  if (C % V == 0 && aligned16(x) && aligned16(dy) && aligned16(dx) && aligned16(mean) && aligned16(k1) &&
+      aligned16(k2) && aligned16(k3) && (act == BnActivation::none || (aligned16(scale) && aligned16(beta))))
+    SEG_LAUNCH((bn_backward_dx_kernel<D, V, act>), grid_for(P * C / V), kThreads, 0, stream, dev(x), dev(dy), p, c, mean,
+               scale, beta, bounds, k1, k2, k3, dev(dx));
   else
-    SEG_LAUNCH((bn_backward_dx_kernel<D, 1, act>), grid_for(P * C), kThreads, 0, stream, dev(x), dev(y), dev(dy), p, c,
-               mean, k1, k2, k3, dev(dx));
+    SEG_LAUNCH((bn_backward_dx_kernel<D, 1, act>), grid_for(P * C), kThreads, 0, stream, dev(x), dev(dy), p, c, mean,
+               scale, beta, bounds, k1, k2, k3, dev(dx));
 }
 
 unsigned channel_blocks(int64_t C) { return static_cast<unsigned>((C + kThreads - 1) / kThreads); }
@@ -341,7 +351,7 @@ size_t bn_reduce_workspace_bytes(int64_t P, int64_t C) {
 
 template <class T>
 void bn_channel_moments(const T* x, int64_t P, int64_t C, double* mean, double* m2, void* workspace, Stream stream) {
-  reduce<Reduce::moments, BnActivation::none, T>(x, nullptr, nullptr, P, C, nullptr, nullptr, mean, m2, workspace,
+  reduce<Reduce::moments, BnActivation::none, T>(x, nullptr, P, C, nullptr, nullptr, nullptr, nullptr, mean, m2, workspace,
                                                  stream, "bn_channel_moments");
 }
 
@@ -383,23 +393,24 @@ void bn_apply_act(const T* x, int64_t P, int64_t C, const A* mean, const A* scal
 template <class T, class A>
 void bn_backward_sums(const T* x, const T* dy, int64_t P, int64_t C, const A* mean, const A* invstd, double* sum_dy,
                       double* sum_dy_xhat, void* workspace, Stream stream) {
-  reduce<Reduce::backward, BnActivation::none, T>(x, nullptr, dy, P, C, mean, invstd, sum_dy, sum_dy_xhat, workspace,
+  reduce<Reduce::backward, BnActivation::none, T>(x, dy, P, C, mean, invstd, nullptr, nullptr, sum_dy, sum_dy_xhat, workspace,
                                                   stream, "bn_backward_sums");
 }
 
 template <class T, class A>
-void bn_backward_sums_act(const T* x, const T* y, const T* dy, int64_t P, int64_t C, const A* mean, const A* invstd,
-                          BnActivation act, double* sum_dy, double* sum_dy_xhat, void* workspace, Stream stream) {
+void bn_backward_sums_act(const T* x, const T* dy, int64_t P, int64_t C, const A* mean, const A* invstd, const A* scale,
+                          const A* beta, BnActivation act, double* sum_dy, double* sum_dy_xhat, void* workspace,
+                          Stream stream) {
   const char* what = "bn_backward_sums_act";
   switch (act) {
     case BnActivation::none:
-      return reduce<Reduce::backward, BnActivation::none, T>(x, y, dy, P, C, mean, invstd, sum_dy, sum_dy_xhat,
+      return reduce<Reduce::backward, BnActivation::none, T>(x, dy, P, C, mean, invstd, scale, beta, sum_dy, sum_dy_xhat,
                                                              workspace, stream, what);
     case BnActivation::relu:
-      return reduce<Reduce::backward, BnActivation::relu, T>(x, y, dy, P, C, mean, invstd, sum_dy, sum_dy_xhat,
+      return reduce<Reduce::backward, BnActivation::relu, T>(x, dy, P, C, mean, invstd, scale, beta, sum_dy, sum_dy_xhat,
                                                              workspace, stream, what);
     case BnActivation::relu6:
-      return reduce<Reduce::backward, BnActivation::relu6, T>(x, y, dy, P, C, mean, invstd, sum_dy, sum_dy_xhat,
+      return reduce<Reduce::backward, BnActivation::relu6, T>(x, dy, P, C, mean, invstd, scale, beta, sum_dy, sum_dy_xhat,
                                                               workspace, stream, what);
   }
 }
@@ -424,16 +435,19 @@ void bn_param_grads<float>(const double* sum_dy, const double* sum_dy_xhat, int6
 template <class T, class A>
 void bn_backward_dx(const T* x, const T* dy, int64_t P, int64_t C, const A* mean, const A* k1, const A* k2, const A* k3,
                     T* dx, Stream stream) {
-  backward_dx<BnActivation::none, T>(x, nullptr, dy, P, C, mean, k1, k2, k3, dx, stream);
+  backward_dx<BnActivation::none, T>(x, dy, P, C, mean, nullptr, nullptr, k1, k2, k3, dx, stream);
 }
 
 template <class T, class A>
-void bn_backward_dx_act(const T* x, const T* y, const T* dy, int64_t P, int64_t C, const A* mean, const A* k1,
-                        const A* k2, const A* k3, BnActivation act, T* dx, Stream stream) {
+void bn_backward_dx_act(const T* x, const T* dy, int64_t P, int64_t C, const A* mean, const A* scale, const A* beta,
+                        const A* k1, const A* k2, const A* k3, BnActivation act, T* dx, Stream stream) {
   switch (act) {
-    case BnActivation::none: return backward_dx<BnActivation::none, T>(x, y, dy, P, C, mean, k1, k2, k3, dx, stream);
-    case BnActivation::relu: return backward_dx<BnActivation::relu, T>(x, y, dy, P, C, mean, k1, k2, k3, dx, stream);
-    case BnActivation::relu6: return backward_dx<BnActivation::relu6, T>(x, y, dy, P, C, mean, k1, k2, k3, dx, stream);
+    case BnActivation::none:
+      return backward_dx<BnActivation::none, T>(x, dy, P, C, mean, scale, beta, k1, k2, k3, dx, stream);
+    case BnActivation::relu:
+      return backward_dx<BnActivation::relu, T>(x, dy, P, C, mean, scale, beta, k1, k2, k3, dx, stream);
+    case BnActivation::relu6:
+      return backward_dx<BnActivation::relu6, T>(x, dy, P, C, mean, scale, beta, k1, k2, k3, dx, stream);
   }
 }
 
@@ -444,12 +458,14 @@ void bn_backward_dx_act(const T* x, const T* y, const T* dy, int64_t P, int64_t 
                                        BnActivation, T*, Stream);                                                    \
   template void bn_backward_sums<T, float>(const T*, const T*, int64_t, int64_t, const float*, const float*, double*, \
                                            double*, void*, Stream);                                                  \
-  template void bn_backward_sums_act<T, float>(const T*, const T*, const T*, int64_t, int64_t, const float*,         \
-                                               const float*, BnActivation, double*, double*, void*, Stream);         \
+  template void bn_backward_sums_act<T, float>(const T*, const T*, int64_t, int64_t, const float*, const float*,     \
+                                               const float*, const float*, BnActivation, double*, double*, void*,    \
+                                               Stream);                                                              \
   template void bn_backward_dx<T, float>(const T*, const T*, int64_t, int64_t, const float*, const float*,           \
                                          const float*, const float*, T*, Stream);                                    \
-  template void bn_backward_dx_act<T, float>(const T*, const T*, const T*, int64_t, int64_t, const float*,           \
-                                             const float*, const float*, const float*, BnActivation, T*, Stream);
+  template void bn_backward_dx_act<T, float>(const T*, const T*, int64_t, int64_t, const float*, const float*,       \
+                                             const float*, const float*, const float*, const float*, BnActivation, T*, \
+                                             Stream);
 SEG_INSTANTIATE_CUDA_BN(float)
 SEG_INSTANTIATE_CUDA_BN(f16)
 SEG_INSTANTIATE_CUDA_BN(bf16)

@@ -21,15 +21,16 @@
 // C, V and the data: bit-identical from run to run (DESIGN 11).
 //   n = n_a + n_b, delta = mean_b - mean_a, mean = mean_a + delta*n_b/n, M2 = M2_a + M2_b + delta^2*n_a*n_b/n
 // Backward sums: the same two-level layout with plain sums (f32 within a thread, double across rows
-// and chunks) of dy' and dy'*xhat, xhat = (x - mean)*invstd, dy' = dy masked by the activation.
+// and chunks) of dy' and dy'*xhat, xhat = (x - mean)*invstd, dy' = dy masked by the activation
+// (decided on v = (x - mean)*scale + beta recomputed, against bn_pass_bounds: kernels/cpu/batchnorm.h).
 // Apply and dx: grid-stride loops over (pixel, channel pack), 16-byte accesses when C % V == 0 and
 // x, y/dy, dx and the per-channel arrays are 16-byte aligned; the per-channel values come from L1.
 // Finalize, SyncBN steps, coefficients, param grads: one thread per channel.
 //
 // Launch: moments/sums partial kernel grid (chunks, channel tiles) x 256 threads; merge kernel
 // grid ceil(C/32) x (32, 8) threads; element-wise kernels 256 threads, grid_for() blocks.
-// Memory traffic: moments read x once; apply reads x, writes y; backward sums read x, dy (and y
-// for _act); dx reads x, dy (and y), writes dx. The partials are chunks*C*16 bytes (<= 1/16 of x
+// Memory traffic: moments read x once; apply reads x, writes y; backward sums read x, dy; dx reads
+// x, dy, writes dx (the _act variants too: their mask is recomputed from x, not read from y). The partials are chunks*C*16 bytes (<= 1/16 of x
 // in f32 for P >= 4096), read once by the merge.
 //
 // Atomics (DESIGN 11): the reductions could add each block's partial into the C results with
@@ -73,8 +74,9 @@ template <class T, class A>
 void bn_backward_sums(const T* x, const T* dy, int64_t P, int64_t C, const A* mean, const A* invstd, double* sum_dy,
                       double* sum_dy_xhat, void* workspace, Stream stream);
 template <class T, class A>
-void bn_backward_sums_act(const T* x, const T* y, const T* dy, int64_t P, int64_t C, const A* mean, const A* invstd,
-                          BnActivation act, double* sum_dy, double* sum_dy_xhat, void* workspace, Stream stream);
+void bn_backward_sums_act(const T* x, const T* dy, int64_t P, int64_t C, const A* mean, const A* invstd, const A* scale,
+                          const A* beta, BnActivation act, double* sum_dy, double* sum_dy_xhat, void* workspace,
+                          Stream stream);
 
 template <class A>
 void bn_backward_coefficients(const double* sum_dy, const double* sum_dy_xhat, int64_t C, double M, bool training,
@@ -86,7 +88,7 @@ template <class T, class A>
 void bn_backward_dx(const T* x, const T* dy, int64_t P, int64_t C, const A* mean, const A* k1, const A* k2, const A* k3,
                     T* dx, Stream stream);
 template <class T, class A>
-void bn_backward_dx_act(const T* x, const T* y, const T* dy, int64_t P, int64_t C, const A* mean, const A* k1,
-                        const A* k2, const A* k3, BnActivation act, T* dx, Stream stream);
+void bn_backward_dx_act(const T* x, const T* dy, int64_t P, int64_t C, const A* mean, const A* scale, const A* beta,
+                        const A* k1, const A* k2, const A* k3, BnActivation act, T* dx, Stream stream);
 
 }  // namespace seg::cuda

@@ -82,7 +82,7 @@ void check_bn(int64_t P, int64_t C, bool training, size_t offset, const std::vec
   seg::cpu::bn_finalize<float>(mu.data(), m2.data(), C, M, training, momentum, eps, gamma.data(), rm.data(),
                                rv.data(), mean.data(), invstd.data(), scale.data());
 
-  DeviceArray<T> d_x(x, offset), d_dy(dy, offset), d_y(n, offset), d_dx(n, offset), d_yin(n, offset);
+  DeviceArray<T> d_x(x, offset), d_dy(dy, offset), d_y(n, offset), d_dx(n, offset);
   DeviceArray<double> d_mu(nc), d_m2(nc), d_mu_in(mu, 0), d_m2_in(m2, 0), d_s1(nc), d_s2(nc);
   DeviceArray<float> d_gamma(gamma, 0), d_beta(beta, 0), d_rm(nc), d_rv(nc), d_mean(nc), d_invstd(nc), d_scale(nc);
   DeviceArray<float> d_mean_in(mean, 0), d_invstd_in(invstd, 0), d_scale_in(scale, 0);
@@ -127,14 +127,14 @@ void check_bn(int64_t P, int64_t C, bool training, size_t offset, const std::vec
       std::vector<T> y(n), dx(n);
       seg::cpu::bn_apply_act<T, float>(x.data(), P, C, mean.data(), scale.data(), beta.data(), act, y.data());
       std::vector<double> s1(nc), s2(nc);
-      seg::cpu::bn_backward_sums_act<T, float>(x.data(), y.data(), dy.data(), P, C, mean.data(), invstd.data(), act,
-                                               s1.data(), s2.data());
+      seg::cpu::bn_backward_sums_act<T, float>(x.data(), dy.data(), P, C, mean.data(), invstd.data(), scale.data(),
+                                               beta.data(), act, s1.data(), s2.data());
       std::vector<float> k1(nc), k2(nc), k3(nc), dgamma(nc), dbeta(nc);
       seg::cpu::bn_backward_coefficients<float>(s1.data(), s2.data(), C, M, training, gamma.data(), invstd.data(),
                                                 k1.data(), k2.data(), k3.data());
       seg::cpu::bn_param_grads<float>(s1.data(), s2.data(), C, dgamma.data(), dbeta.data());
-      seg::cpu::bn_backward_dx_act<T, float>(x.data(), y.data(), dy.data(), P, C, mean.data(), k1.data(), k2.data(),
-                                             k3.data(), act, dx.data());
+      seg::cpu::bn_backward_dx_act<T, float>(x.data(), dy.data(), P, C, mean.data(), scale.data(), beta.data(),
+                                             k1.data(), k2.data(), k3.data(), act, dx.data());
       // Tolerances of the sums and of dx from the magnitudes of their terms.
       std::vector<double> abs1(nc, 0), abs2(nc, 0);
       double max_dx_term = 0;
@@ -160,15 +160,15 @@ void check_bn(int64_t P, int64_t C, bool training, size_t offset, const std::vec
                                           d_y.get(), nullptr);
       SEG_CHECK_CLOSE(d_y.download(), y, f32_sum_tolerance<T>(1, max_apply_term));
 
-      d_yin.upload(y);
       d_s1.poison();
       d_s2.poison();
       if (act == BnActivation::none)
         seg::cuda::bn_backward_sums<T, float>(d_x.get(), d_dy.get(), P, C, d_mean_in.get(), d_invstd_in.get(),
                                               d_s1.get(), d_s2.get(), d_ws.get(), nullptr);
       else
-        seg::cuda::bn_backward_sums_act<T, float>(d_x.get(), d_yin.get(), d_dy.get(), P, C, d_mean_in.get(),
-                                                  d_invstd_in.get(), act, d_s1.get(), d_s2.get(), d_ws.get(), nullptr);
+        seg::cuda::bn_backward_sums_act<T, float>(d_x.get(), d_dy.get(), P, C, d_mean_in.get(), d_invstd_in.get(),
+                                                  d_scale_in.get(), d_beta.get(), act, d_s1.get(), d_s2.get(),
+                                                  d_ws.get(), nullptr);
       SEG_CHECK_CLOSE(d_s1.download(), s1, tol_s1);
       SEG_CHECK_CLOSE(d_s2.download(), s2, tol_s2);
 
@@ -193,8 +193,9 @@ void check_bn(int64_t P, int64_t C, bool training, size_t offset, const std::vec
         seg::cuda::bn_backward_dx<T, float>(d_x.get(), d_dy.get(), P, C, d_mean_in.get(), d_k1_in.get(), d_k2_in.get(),
                                             d_k3_in.get(), d_dx.get(), nullptr);
       else
-        seg::cuda::bn_backward_dx_act<T, float>(d_x.get(), d_yin.get(), d_dy.get(), P, C, d_mean_in.get(),
-                                                d_k1_in.get(), d_k2_in.get(), d_k3_in.get(), act, d_dx.get(), nullptr);
+        seg::cuda::bn_backward_dx_act<T, float>(d_x.get(), d_dy.get(), P, C, d_mean_in.get(), d_scale_in.get(),
+                                                d_beta.get(), d_k1_in.get(), d_k2_in.get(), d_k3_in.get(), act,
+                                                d_dx.get(), nullptr);
       SEG_CHECK_CLOSE(d_dx.download(), dx, f32_sum_tolerance<T>(3, max_dx_term));
     }
   }
