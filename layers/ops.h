@@ -111,8 +111,9 @@ struct BatchNormOptions {
 // With opt.act, y = act(BN(x)) in the same pass, the same numbers as relu/relu6 applied to the
 // BatchNorm's output (the clamp commutes with the rounding to the storage type), without the
 // activation's own pass over memory and without keeping the BatchNorm's output alive for backward:
-// backward masks dy where the activation did not pass (read from y, which the next layer keeps
-// anyway) and runs the BatchNorm backward on it.
+// backward masks dy where the activation did not pass (decided on BN(x) recomputed from x, with
+// the forward's own operations, so y is neither kept nor read: kernels/cpu/batchnorm.h) and runs
+// the BatchNorm backward on it.
 Tensor batch_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& running_mean, Tensor& running_var,
                   const BatchNormOptions& opt);
 

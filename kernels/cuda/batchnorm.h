@@ -30,8 +30,8 @@
 // Launch: moments/sums partial kernel grid (chunks, channel tiles) x 256 threads; merge kernel
 // grid ceil(C/32) x (32, 8) threads; element-wise kernels 256 threads, grid_for() blocks.
 // Memory traffic: moments read x once; apply reads x, writes y; backward sums read x, dy; dx reads
-// x, dy, writes dx (the _act variants too: their mask is recomputed from x, not read from y). The partials are chunks*C*16 bytes (<= 1/16 of x
-// in f32 for P >= 4096), read once by the merge.
+// x, dy, writes dx (the _act variants too: their mask is recomputed from x, not read from y). The
+// partials are chunks*C*16 bytes (<= 1/16 of x in f32 for P >= 4096), read once by the merge.
 //
 // Atomics (DESIGN 11): the reductions could add each block's partial into the C results with
 // atomicAdd (double atomics, or f32 sums), skipping the merge kernel and the workspace; they do not,
