@@ -35,6 +35,10 @@ ImageHeader header_of(const JpegHeader& j) {
   return h;
 }
 
+// stb's BMP header reader reports a top-down BMP's height as negative; its loader decodes |height|
+// rows. INT_MIN has no magnitude in an int and stb's loader refuses it, so it stays as it is.
+int top_down_height(int h) { return h < 0 && h != std::numeric_limits<int>::min() ? -h : h; }
+
 int checked_size(size_t n, const std::string& path) {
   if (n > static_cast<size_t>(std::numeric_limits<int>::max()))
     throw Error(ErrorKind::data, "file too large to decode").file(path);
@@ -58,9 +62,19 @@ Image decode(const std::vector<uint8_t>& file_bytes, const std::string& path, in
         .hint("the file is truncated or corrupt; re-export it or remove it from the list");
   int w = 0, h = 0, file_channels = 0;
   const int size = checked_size(bytes.size(), path);
-  if (stbi_info_from_memory(bytes.data(), size, &w, &h, &file_channels)) check_pixel_count(w, h, path, what);
+  // Every file stb can decode has a header stb can read, so a file without one is refused here: the
+  // pixel limit must never be skipped on the way to the decoder.
+  if (!stbi_info_from_memory(bytes.data(), size, &w, &h, &file_channels)) throw decode_error(path, what);
+  check_pixel_count(w, h, path, what);
+  const int64_t header_pixels = std::llabs(static_cast<long long>(w)) * std::llabs(static_cast<long long>(h));
   stbi_uc* pixels = stbi_load_from_memory(bytes.data(), size, &w, &h, &file_channels, channels);
   if (!pixels) throw decode_error(path, what);
+  if (static_cast<int64_t>(w) * h != header_pixels) {
+    stbi_image_free(pixels);
+    throw Error(ErrorKind::data, str("cannot decode ", what, " file: decoded ", w, "x", h, " pixels, not the size its header states"))
+        .file(path)
+        .hint("the file is corrupt; re-export it or remove it from the list");
+  }
   Image image(w, h, channels);
   std::memcpy(image.pixels.data(), pixels, image.pixels.size());
   stbi_image_free(pixels);
@@ -103,6 +117,7 @@ Image decode_label(const std::vector<uint8_t>& bytes, const std::string& path) {
     const int size = checked_size(bytes.size(), path);
     if (!stbi_info_from_memory(bytes.data(), size, &header.width, &header.height, &header.channels))
       throw decode_error(path, "label");
+    header.height = top_down_height(header.height);
     header.sixteen_bit = stbi_is_16_bit_from_memory(bytes.data(), size) != 0;
   }
   check_label_format(header, path);
@@ -134,6 +149,7 @@ ImageHeader read_image_header(const std::string& path, const char* what) {
   if (looks_like_jpeg(magic, got)) return header_of(read_jpeg_header(f, path, what));
   ImageHeader h;
   if (!stbi_info_from_callbacks(&kFileCallbacks, f, &h.width, &h.height, &h.channels)) throw decode_error(path, what);
+  h.height = top_down_height(h.height);
   std::rewind(f);
   h.sixteen_bit = stbi_is_16_bit_from_callbacks(&kFileCallbacks, f) != 0;
   return h;

@@ -59,10 +59,14 @@ bool drop_empty_png_idat(const uint8_t* data, size_t size, std::vector<uint8_t>&
 std::string png_idat_past_end(const uint8_t* data, size_t size) {
   if (!is_png(data, size)) return "";
   const size_t pos = walk_chunks(data, size, [](size_t, uint64_t) {});
-  // The walk stops at a whole chunk header only when that chunk runs past the end.
-  if (size - pos < kChunkOverhead || std::memcmp(data + pos + 4, "IDAT", 4) != 0) return "";
+  // The walk stopped at the end of the file or at a chunk that does not fit. stb needs only that
+  // chunk's length and type (8 bytes) to size its buffer, so a chunk cut anywhere after its type
+  // counts, even when fewer than 12 bytes are left (the fuzz finding of 2026-12-03: 11 bytes left,
+  // a declared length of 1.2 GB, a 2 GB realloc).
+  constexpr size_t kLengthAndType = 8;
+  if (size - pos < kLengthAndType || std::memcmp(data + pos + 4, "IDAT", 4) != 0) return "";
   return "its IDAT chunk at byte " + std::to_string(pos) + " declares " + std::to_string(big_endian32(data + pos)) +
-         " bytes, but only " + std::to_string(size - pos - kChunkOverhead) + " follow it";
+         " bytes, but the file ends " + std::to_string(size - pos - kLengthAndType) + " bytes after the chunk's type";
 }
 
 }  // namespace seg::data

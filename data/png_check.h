@@ -25,10 +25,10 @@ bool drop_empty_png_idat(const uint8_t* data, size_t size, std::vector<uint8_t>&
 
 // stb_image 2.27 grows its compressed-data buffer to an IDAT chunk's declared length before reading
 // the chunk, so a 611-byte PNG whose IDAT claims about a gigabyte made it allocate 2 GB (the image
-// fuzz target's out-of-memory of 2026-12-02). Returns what is wrong with the first IDAT chunk whose
-// data and CRC run past the end of the file, or "" when there is none (or `data` is not a PNG). The
-// walk stops, returning "", at the first other chunk that runs past the end: stb skips those
-// without allocating.
+// fuzz target's out-of-memory of 2026-12-02; again on 2026-12-03 with the chunk's CRC cut off too).
+// Returns what is wrong with the first IDAT chunk whose data or CRC runs past the end of the file
+// (its length and type present), or "" when there is none (or `data` is not a PNG). The walk stops,
+// returning "", at the first other chunk that runs past the end: stb skips those without allocating.
 std::string png_idat_past_end(const uint8_t* data, size_t size);
 
 }  // namespace seg::data

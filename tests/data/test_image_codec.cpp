@@ -301,3 +301,83 @@ TEST_CASE("a PNG whose IDAT chunk claims more bytes than the file has is refused
   const std::vector<uint8_t> photo = read_file_bytes(golden("jpeg_photo_q90.jpg"), "image");
   CHECK(png_idat_past_end(photo.data(), photo.size()).empty());
 }
+
+// The second finding of that kind (CI's fuzz stage, 2026-12-03): the last chunk is an IDAT with its
+// length (1.2 GB) and type but only 3 of its bytes, fewer than a chunk's 12-byte frame, so the walk
+// that needed a whole frame saw nothing, and stb grew its buffer to 2 GB from the 8-byte header.
+TEST_CASE("a PNG whose IDAT chunk is cut after its type, before any CRC, is refused before stb allocates") {
+  const std::string found = source_path("tests/fuzz/regressions/image/png_idat_header_cut_before_crc_2GB_realloc.png");
+  const std::vector<uint8_t> bytes = read_file_bytes(found, "image");
+  REQUIRE(bytes.size() == 68);
+  CHECK(png_idat_past_end(bytes.data(), bytes.size()) ==
+        "its IDAT chunk at byte 57 declares 1224754176 bytes, but the file ends 3 bytes after the chunk's type");
+  for (const seg::Error& e : {expect_error([&] { decode_image_rgb(bytes, "x.png"); }),
+                              expect_error([&] { decode_label(bytes, "x.png"); })})
+    CHECK(e.kind() == seg::ErrorKind::data);
+  // By hand: a valid PNG cut 8 to 11 bytes into its first IDAT chunk (length and type present,
+  // 0 to 3 data bytes) is refused; cut 7 bytes in (the type incomplete), stb has nothing to size.
+  const std::vector<uint8_t> png = encode_png(Image(6, 4, 3, 9));
+  const size_t pos = first_idat_offset(png);
+  for (size_t keep = 8; keep < 12; ++keep) {
+    CAPTURE(keep);
+    const std::vector<uint8_t> cut(png.begin(), png.begin() + static_cast<std::ptrdiff_t>(pos + keep));
+    CHECK(png_idat_past_end(cut.data(), cut.size()).find("at byte " + std::to_string(pos)) != std::string::npos);
+    CHECK(expect_error([&] { decode_image_rgb(cut, "cut.png"); }).kind() == seg::ErrorKind::data);
+  }
+  const std::vector<uint8_t> seven(png.begin(), png.begin() + static_cast<std::ptrdiff_t>(pos + 7));
+  CHECK(png_idat_past_end(seven.data(), seven.size()).empty());
+}
+
+namespace {
+// A 24-bit BMP (BITMAPINFOHEADER) whose rows are stored top down: a negative height in the header.
+// `rgb` holds the pixels to store, or none (a header that claims `w` x `h` and no data).
+std::vector<uint8_t> top_down_bmp(int w, int h, const Image* rgb) {
+  auto put32 = [](std::vector<uint8_t>& b, uint32_t v) {
+    for (int i = 0; i < 4; ++i) b.push_back(static_cast<uint8_t>(v >> (8 * i)));
+  };
+  auto put16 = [](std::vector<uint8_t>& b, uint16_t v) {
+    b.push_back(static_cast<uint8_t>(v));
+    b.push_back(static_cast<uint8_t>(v >> 8));
+  };
+  std::vector<uint8_t> b = {'B', 'M'};
+  put32(b, 0), put32(b, 0), put32(b, 54);                                      // file size (unused), reserved, data offset
+  put32(b, 40), put32(b, static_cast<uint32_t>(w)), put32(b, static_cast<uint32_t>(-h));  // header size, width, -height
+  put16(b, 1), put16(b, 24);                                                   // planes, bits per pixel
+  for (int i = 0; i < 6; ++i) put32(b, 0);                                     // no compression, sizes, palette
+  if (rgb)
+    for (int y = 0; y < h; ++y) {
+      for (int x = 0; x < w; ++x)
+        for (int c = 2; c >= 0; --c) b.push_back(rgb->at(x, y, c));  // BGR
+      while ((b.size() - 54) % 4) b.push_back(0);                        // rows padded to 4 bytes
+    }
+  return b;
+}
+}  // namespace
+
+// CI's fuzz stage (2026-12-03, by hand after reading stb): stb's BMP header reader gives a top-down
+// file's height as negative, and the pixel limit multiplied the signed values, so a 70-byte BMP
+// claiming 16384 x 32768 pixels (512 megapixels, above the 134-megapixel limit) passed and stb
+// allocated 1.5 GB for it. The magnitude counts now; a small top-down BMP still decodes.
+TEST_CASE("a top-down BMP counts |height| against the pixel limit and decodes the right way up") {
+  const std::vector<uint8_t> huge = top_down_bmp(16384, 32768, nullptr);
+  const std::string found = source_path("tests/fuzz/regressions/image/bmp_top_down_512_megapixels.bmp");
+  const std::vector<uint8_t> kept = read_file_bytes(found, "image");
+  REQUIRE(kept.size() == huge.size() + 16);
+  CHECK(std::equal(huge.begin(), huge.end(), kept.begin()));
+  for (const std::vector<uint8_t>* bytes : {&huge, &kept}) {
+    const seg::Error e = expect_error([&] { decode_image_rgb(*bytes, "huge.bmp"); });
+    CHECK(e.kind() == seg::ErrorKind::data);
+    CHECK(std::string(e.what()).find("536 megapixels), above segtrain's limit of 134 megapixels") != std::string::npos);
+    CHECK(e.context("file") == "huge.bmp");
+  }
+  Image rgb(3, 2, 3);
+  for (size_t i = 0; i < rgb.pixels.size(); ++i) rgb.pixels[i] = static_cast<uint8_t>(10 + 13 * i);
+  const std::vector<uint8_t> small = top_down_bmp(3, 2, &rgb);
+  const Image back = decode_image_rgb(small, "small.bmp");
+  CHECK(back.width == 3);
+  CHECK(back.height == 2);
+  CHECK(back.pixels == rgb.pixels);
+  ScratchDir dir;
+  write_file_atomic(dir / "small.bmp", small.data(), small.size());
+  CHECK(read_image_header(dir / "small.bmp", "image").height == 2);
+}
