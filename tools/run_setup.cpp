@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
-#include <iterator>
 #include <mutex>
 
 #include "core/comm.h"
@@ -11,9 +10,7 @@
 #include "core/fileio.h"
 #include "core/numbers.h"
 #include "kernels/cpu/thread_pool.h"
-#ifdef SEG_WITH_CUDA
-#include "kernels/cuda/engine.h"
-#endif
+#include "kernels/cuda/engine.h"  // the engine names; the rest only in CUDA builds
 
 namespace seg::cli {
 
@@ -121,28 +118,30 @@ namespace {
 
 // The engine a run asks for, and which setting named it (for the message if it is wrong).
 struct EngineRequest {
-  std::string name = "own";
+  cuda::Engine engine = cuda::Engine::own;
   std::string key = "TRAIN.engine";
   bool deterministic = false;
 };
 
 EngineRequest engine_request(const CommonFlags& flags, const Config* cfg) {
   EngineRequest r;
+  std::string name = "own";
   if (cfg != nullptr) {
-    r.name = cfg->TRAIN.engine;
+    name = cfg->TRAIN.engine;
     r.deterministic = cfg->TRAIN.deterministic;
   } else {
-    if (!flags.engine.empty()) r.name = flags.engine;
+    if (!flags.engine.empty()) name = flags.engine;
     r.deterministic = flags.deterministic;
   }
   if (!flags.engine.empty()) r.key = "--engine";  // the flag overrides the config key
-  // Checked on every device and in every build, so a typo fails before a long CPU run starts.
-  // (The names are kernels/cuda/engine.h's, which CPU-only builds do not compile.)
-  static const char* const kNames[] = {"own", "cublaslt", "cudnn", "auto"};
-  if (std::find(std::begin(kNames), std::end(kNames), r.name) == std::end(kNames))
-    throw Error(ErrorKind::usage, "unknown engine '" + r.name + "'")
+  // Parsed on every device and in every build, so a typo fails before a long CPU run starts.
+  try {
+    r.engine = cuda::parse_engine(name);
+  } catch (const std::invalid_argument&) {
+    throw Error(ErrorKind::usage, "unknown engine '" + name + "'")
         .key(r.key)
         .hint("choose own (the project's kernels), cublaslt, cudnn or auto");
+  }
   return r;
 }
 
@@ -172,7 +171,7 @@ Device resolve_device(const CommonFlags& flags, const Config* cfg) {
   // the start-up line says which kernels f32 runs on.
   if (dev.is_cuda()) {
     try {
-      cuda::set_engine(cuda::parse_engine(engine.name));
+      cuda::set_engine(engine.engine);
     } catch (const cuda::EngineUnavailable& e) {
       // The simulated build has no library engines; an nvcc build may lack cuDNN.
       throw Error(ErrorKind::device, e.what()).key(engine.key).hint("use --engine own (the project's kernels) or auto");

@@ -57,7 +57,7 @@ template <class F, class A> SEG_HD_INLINE F bn_affine(F x, A mean, A scale, A be
 // lo: the largest value that rounds to 0 in T, hi: the smallest that rounds to 6. In f32 and f64
 // (no rounding) they are 0 and 6; in f16 half the smallest subnormal (2^-25, a tie, rounds to the
 // even 0) and 6 - half an ulp of 6 (6 - 2^-9, a tie that rounds to the even 6); in bf16 2^-134 and
-// 6 - 2^-6 likewise. NaN fails both tests, as it fails passes(y). tests/kernels/cpu/test_batchnorm
+// 6 - 2^-6 likewise. NaN fails both tests, as it fails passes(y). tests/kernels/test_batchnorm_mask.cpp
 // checks the equivalence on every float around each bound and on random values.
 // So the fused backward reads x and dy only, not y: one tensor fewer in each of its two passes.
 struct BnPassBounds {

@@ -50,24 +50,6 @@ Engine decide(const char* op, DType t, int64_t a, int64_t b, int64_t c) {
 
 }  // namespace
 
-const char* engine_name(Engine e) {
-  switch (e) {
-    case Engine::own: return "own";
-    case Engine::cublaslt: return "cublaslt";
-    case Engine::cudnn: return "cudnn";
-    case Engine::automatic: return "auto";
-  }
-  return "?";
-}
-
-Engine parse_engine(std::string_view name) {
-  if (name == "own") return Engine::own;
-  if (name == "cublaslt") return Engine::cublaslt;
-  if (name == "cudnn") return Engine::cudnn;
-  if (name == "auto") return Engine::automatic;
-  throw std::invalid_argument("unknown engine '" + std::string(name) + "': choose own, cublaslt, cudnn or auto");
-}
-
 bool engine_available(Engine e, std::string* why_not) {
   switch (e) {
     case Engine::own:

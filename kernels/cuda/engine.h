@@ -46,9 +46,25 @@ class EngineUnavailable : public std::runtime_error {
   explicit EngineUnavailable(const std::string& message) : std::runtime_error(message) {}
 };
 
-const char* engine_name(Engine e);  // "own", "cublaslt", "cudnn", "auto"
+// Inline, so that CPU-only builds (which do not compile engine.cu) check --engine / TRAIN.engine
+// with the same names (tools/run_setup.cpp).
+inline const char* engine_name(Engine e) {  // "own", "cublaslt", "cudnn", "auto"
+  switch (e) {
+    case Engine::own: return "own";
+    case Engine::cublaslt: return "cublaslt";
+    case Engine::cudnn: return "cudnn";
+    case Engine::automatic: return "auto";
+  }
+  return "?";
+}
 // "own" | "cublaslt" | "cudnn" | "auto"; anything else: std::invalid_argument listing the choices.
-Engine parse_engine(std::string_view name);
+inline Engine parse_engine(std::string_view name) {
+  if (name == "own") return Engine::own;
+  if (name == "cublaslt") return Engine::cublaslt;
+  if (name == "cudnn") return Engine::cudnn;
+  if (name == "auto") return Engine::automatic;
+  throw std::invalid_argument("unknown engine '" + std::string(name) + "': choose own, cublaslt, cudnn or auto");
+}
 
 // Whether the engine is compiled into this build, and (cuDNN) loadable here; why not, if not.
 bool engine_available(Engine e, std::string* why_not = nullptr);
