@@ -69,9 +69,12 @@ Image decode(const std::vector<uint8_t>& file_bytes, const std::string& path, in
   const int64_t header_pixels = std::llabs(static_cast<long long>(w)) * std::llabs(static_cast<long long>(h));
   stbi_uc* pixels = stbi_load_from_memory(bytes.data(), size, &w, &h, &file_channels, channels);
   if (!pixels) throw decode_error(path, what);
-  if (static_cast<int64_t>(w) * h != header_pixels) {
+  // stb decodes a BMP of width 0 to an image of no pixels (and the copy below would pass memcpy a
+  // null pointer: the fuzz finding bmp_width_0_null_memcpy.bmp).
+  if (w <= 0 || h <= 0 || static_cast<int64_t>(w) * h != header_pixels) {
     stbi_image_free(pixels);
-    throw Error(ErrorKind::data, str("cannot decode ", what, " file: decoded ", w, "x", h, " pixels, not the size its header states"))
+    throw Error(ErrorKind::data, str("cannot decode ", what, " file: decoded ", w, "x", h, " pixels",
+                                     w <= 0 || h <= 0 ? ", no image" : ", not the size its header states"))
         .file(path)
         .hint("the file is corrupt; re-export it or remove it from the list");
   }

@@ -2,6 +2,7 @@
 
 #include <csetjmp>
 #include <cstring>
+#include <memory>
 #include <vector>
 
 // jpeglib.h needs FILE and size_t declared first (included above through jpeg_decode.h / <cstring>).
@@ -25,6 +26,7 @@ struct Guard {
   std::jmp_buf jump;
   char message[JMSG_LENGTH_MAX];
   bool truncated;  // libjpeg met the end of the data before the end of the image (JWRN_JPEG_EOF)
+  bool too_big;    // libjpeg's buffers would exceed kMaxJpegDecoderMemory (JERR_NO_BACKING_STORE)
 };
 
 struct Decoder {
@@ -36,7 +38,17 @@ Guard& guard_of(j_common_ptr cinfo) { return *reinterpret_cast<Guard*>(cinfo->er
 
 void on_error(j_common_ptr cinfo) {
   Guard& g = guard_of(cinfo);
-  (*cinfo->err->format_message)(cinfo, g.message);
+  if (cinfo->err->msg_code == JERR_NO_BACKING_STORE && cinfo->is_decompressor) {
+    // libjpeg asks for a temporary file when its buffers would exceed max_memory_to_use; we have none.
+    const auto* c = reinterpret_cast<j_decompress_ptr>(cinfo);
+    g.too_big = true;
+    std::snprintf(g.message, sizeof g.message,
+                  "a %ux%u %s JPEG with %d components needs more than segtrain's %ld MiB of decoder memory",
+                  c->image_width, c->image_height, c->progressive_mode ? "progressive" : "baseline", c->num_components,
+                  kMaxJpegDecoderMemory >> 20);
+  } else {
+    (*cinfo->err->format_message)(cinfo, g.message);
+  }
   std::longjmp(g.jump, 1);
 }
 
@@ -66,6 +78,7 @@ bool start(Decoder& d, const uint8_t* data, size_t size, std::FILE* file) {
   d.guard.mgr.emit_message = on_message;
   if (setjmp(d.guard.jump)) return false;
   jpeg_create_decompress(&d.cinfo);
+  d.cinfo.mem->max_memory_to_use = kMaxJpegDecoderMemory;
   d.guard.progress.progress_monitor = on_progress;
   d.cinfo.progress = &d.guard.progress;
   if (file)
@@ -88,6 +101,9 @@ bool read_pixels(Decoder& d, J_COLOR_SPACE space, int components, uint8_t* out, 
   while (d.cinfo.output_scanline < d.cinfo.output_height) {
     JSAMPROW row = out + static_cast<size_t>(d.cinfo.output_scanline) * row_bytes;
     jpeg_read_scanlines(&d.cinfo, &row, 1);
+    // Past the end of the data libjpeg goes on with blank rows; the file is refused anyway, so stop
+    // now rather than after the rest of a header-claimed 100-megapixel image.
+    if (d.guard.truncated) return true;
   }
   jpeg_finish_decompress(&d.cinfo);
   return true;
@@ -99,10 +115,12 @@ struct Session {
   ~Session() { jpeg_destroy_decompress(&d.cinfo); }  // safe after a failed create (cinfo.mem null)
 };
 
-Error jpeg_error(const std::string& path, const char* what, const char* reason) {
+Error jpeg_error(const std::string& path, const char* what, const char* reason, bool too_big = false) {
   return Error(ErrorKind::data, str("cannot decode ", what, " file (JPEG: ", reason, ")"))
       .file(path)
-      .hint("the file is corrupt or not a JPEG image; re-export it or remove it from the list");
+      .hint(too_big ? "downscale the image or save it as a baseline JPEG (training resizes to DATASET.imgMaxSize anyway), "
+                      "or check that the file is not corrupt"
+                    : "the file is corrupt or not a JPEG image; re-export it or remove it from the list");
 }
 
 JpegHeader header_of(const jpeg_decompress_struct& c) {
@@ -159,15 +177,18 @@ Image decode_jpeg(const uint8_t* data, size_t size, int channels, const std::str
   const int components = cmyk ? 4 : channels;
 
   Image image(h.width, h.height, channels);
-  std::vector<uint8_t> cmyk_pixels(cmyk ? static_cast<size_t>(h.width) * h.height * 4 : 0);
-  uint8_t* target = cmyk ? cmyk_pixels.data() : image.pixels.data();
+  // Left uninitialised (new[] without "()"): libjpeg writes every row, and a truncated file, refused
+  // at its first missing row, then touches only the pages of the rows it had.
+  const size_t cmyk_bytes = cmyk ? static_cast<size_t>(h.width) * h.height * 4 : 0;
+  const std::unique_ptr<uint8_t[]> cmyk_pixels(cmyk ? new uint8_t[cmyk_bytes] : nullptr);
+  uint8_t* target = cmyk ? cmyk_pixels.get() : image.pixels.data();
   if (!read_pixels(s.d, space, components, target, static_cast<size_t>(h.width) * components))
-    throw jpeg_error(path, what, s.d.guard.message);
+    throw jpeg_error(path, what, s.d.guard.message, s.d.guard.too_big);
   if (s.d.guard.truncated) throw jpeg_error(path, what, "the data ends before the image does; the file is truncated");
   if (cmyk) {
     // Adobe's CMYK JPEGs store inverted inks; Pillow reads every CMYK JPEG that way ("CMYK;I").
-    for (uint8_t& v : cmyk_pixels) v = static_cast<uint8_t>(255 - v);
-    cmyk_to_rgb(cmyk_pixels.data(), image.pixels.data(), h.width * h.height);
+    for (size_t i = 0; i < cmyk_bytes; ++i) cmyk_pixels[i] = static_cast<uint8_t>(255 - cmyk_pixels[i]);
+    cmyk_to_rgb(cmyk_pixels.get(), image.pixels.data(), h.width * h.height);
   }
   return image;
 }

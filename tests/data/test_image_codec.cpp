@@ -178,6 +178,29 @@ TEST_CASE("a truncated or corrupt JPEG is a data error with libjpeg's reason; co
   CHECK(std::equal(bad.pixels.begin(), bad.pixels.begin() + 1000, ok.pixels.begin()));
 }
 
+// Written by hand (2026-12-03) from 16x16 Pillow files whose frame headers were set to 11584 x 11584
+// (134 megapixels, within the pixel limit) and whose end-of-image marker was dropped. Before the
+// memory cap and the early stop, the fuzz build took 11.5 s and 2 GB on the progressive CMYK one
+// (libjpeg filled 1 GiB of coefficients) and 1.2 s on the baseline one (blank rows to the end).
+TEST_CASE("libjpeg's memory is capped and a truncated JPEG stops at the end of its data") {
+  const std::string dir = source_path("tests/fuzz/regressions/image/");
+  const std::vector<uint8_t> progressive = read_file_bytes(dir + "jpeg_progressive_cmyk_claims_11584x11584.jpg", "image");
+  const seg::Error big = expect_error([&] { decode_image_rgb(progressive, "big.jpg"); });
+  CHECK(big.kind() == seg::ErrorKind::data);
+  CHECK(std::string(big.what()).find(
+            "cannot decode image file (JPEG: a 11584x11584 progressive JPEG with 4 components needs more than "
+            "segtrain's 512 MiB of decoder memory)") != std::string::npos);
+  CHECK(std::string(big.what()).find("save it as a baseline JPEG") != std::string::npos);
+  CHECK(big.context("file") == "big.jpg");
+  const std::vector<uint8_t> baseline = read_file_bytes(dir + "jpeg_baseline_claims_11584x11584_truncated.jpg", "image");
+  CHECK(read_jpeg_header(baseline.data(), baseline.size(), "x.jpg", "image").width == 11584);
+  const seg::Error cut = expect_error([&] { decode_image_rgb(baseline, "cut.jpg"); });
+  CHECK(cut.kind() == seg::ErrorKind::data);
+  CHECK(std::string(cut.what()).find("the file is truncated") != std::string::npos);
+  // A progressive photo below the cap still decodes (Pillow's pixels: the bit-for-bit case above).
+  CHECK(load_image_rgb(golden("jpeg_photo_progressive_q80.jpg")).width > 0);
+}
+
 // The JPEG files the image fuzz target found against stb_image 2.27's JPEG decoder (a Huffman table
 // with more than 256 codes, which stb wrote past; a bit reader shifted by 32) are kept in
 // tests/fuzz/regressions/image. stb no longer decodes JPEG; libjpeg refuses both as data errors.
@@ -377,6 +400,11 @@ TEST_CASE("a top-down BMP counts |height| against the pixel limit and decodes th
   CHECK(back.width == 3);
   CHECK(back.height == 2);
   CHECK(back.pixels == rgb.pixels);
+  // Found by the fuzzer right after: width 0, height -32768. stb decodes it to no pixels at all.
+  const std::vector<uint8_t> empty = read_file_bytes(source_path("tests/fuzz/regressions/image/bmp_width_0_null_memcpy.bmp"), "image");
+  const seg::Error none = expect_error([&] { decode_image_rgb(empty, "empty.bmp"); });
+  CHECK(none.kind() == seg::ErrorKind::data);
+  CHECK(std::string(none.what()).find("decoded 0x32768 pixels, no image") != std::string::npos);
   ScratchDir dir;
   write_file_atomic(dir / "small.bmp", small.data(), small.size());
   CHECK(read_image_header(dir / "small.bmp", "image").height == 2);
