@@ -10,6 +10,7 @@
 #include <stb/stb_image_write.h>
 
 #include "core/error.h"
+#include "data/bmp_check.h"
 #include "data/file_io.h"
 #include "data/image_limits.h"
 #include "data/jpeg_decode.h"
@@ -66,6 +67,12 @@ Image decode(const std::vector<uint8_t>& file_bytes, const std::string& path, in
   // pixel limit must never be skipped on the way to the decoder.
   if (!stbi_info_from_memory(bytes.data(), size, &w, &h, &file_channels)) throw decode_error(path, what);
   check_pixel_count(w, h, path, what);
+  // stb reads zeros past the end of a BMP's data: a short file would decode to a blank image.
+  const std::string bmp = bmp_pixels_past_end(bytes.data(), bytes.size());
+  if (!bmp.empty())
+    throw Error(ErrorKind::data, str("cannot decode ", what, " file (BMP: ", bmp, ")"))
+        .file(path)
+        .hint("the file is truncated or corrupt; re-export it or remove it from the list");
   const int64_t header_pixels = std::llabs(static_cast<long long>(w)) * std::llabs(static_cast<long long>(h));
   stbi_uc* pixels = stbi_load_from_memory(bytes.data(), size, &w, &h, &file_channels, channels);
   if (!pixels) throw decode_error(path, what);

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <filesystem>
 
+#include "data/bmp_check.h"
 #include "data/class_info.h"
 #include "data/file_io.h"
 #include "data/image_codec.h"
@@ -376,6 +377,55 @@ std::vector<uint8_t> top_down_bmp(int w, int h, const Image* rgb) {
   return b;
 }
 }  // namespace
+
+namespace {
+// A BMP of `w` x `h` pixels (h < 0: top down) at `bpp` bits, uncompressed, with a grey palette
+// below 16 bits and `data_bytes` bytes of pixel data (each 0x5A).
+std::vector<uint8_t> bmp_file(int w, int h, int bpp, size_t data_bytes) {
+  std::vector<uint8_t> b = {'B', 'M'};
+  auto put = [&](uint32_t v, int n) {
+    for (int i = 0; i < n; ++i) b.push_back(static_cast<uint8_t>(v >> (8 * i)));
+  };
+  const uint32_t colours = bpp < 16 ? 1u << bpp : 0;
+  put(0, 4), put(0, 4), put(54 + 4 * colours, 4);
+  put(40, 4), put(static_cast<uint32_t>(w), 4), put(static_cast<uint32_t>(h), 4), put(1, 2), put(static_cast<uint32_t>(bpp), 2);
+  put(0, 4), put(0, 4), put(0, 4), put(0, 4), put(colours, 4), put(0, 4);
+  for (uint32_t c = 0; c < colours; ++c) put(c * 0x010101u, 4);
+  b.insert(b.end(), data_bytes, 0x5A);
+  return b;
+}
+}  // namespace
+
+// stb reads zeros past the end of a BMP's pixel data, so a 70-byte file claiming 11584 x 11584 pixels
+// decoded to 134 megapixels of black (12 s each in the fuzz build, 2026-12-03, by hand). The rows
+// must be in the file. The exact size decodes and one byte less is refused, at every bit depth stb
+// reads, both row orders: the row formula is stb's.
+TEST_CASE("a BMP whose pixel rows run past the end of the file is refused before stb reads zeros") {
+  for (int bpp : {1, 4, 8, 16, 24, 32})
+    for (int h : {5, -5}) {
+      CAPTURE(bpp);
+      CAPTURE(h);
+      const size_t row = static_cast<size_t>((13 * bpp + 31) / 32 * 4);
+      const std::vector<uint8_t> whole = bmp_file(13, h, bpp, row * 5);
+      CHECK(bmp_pixels_past_end(whole.data(), whole.size()).empty());
+      const Image img = decode_image_rgb(whole, "whole.bmp");
+      CHECK(img.width == 13);
+      CHECK(img.height == 5);
+      const std::vector<uint8_t> short_by_one(whole.begin(), whole.end() - 1);
+      const seg::Error e = expect_error([&] { decode_image_rgb(short_by_one, "short.bmp"); });
+      CHECK(e.kind() == seg::ErrorKind::data);
+      CHECK(std::string(e.what()).find("(BMP: its 13x5 pixels at " + std::to_string(bpp) + " bits need 5 rows of " +
+                                       std::to_string(row) + " bytes") != std::string::npos);
+      CHECK(e.context("file") == "short.bmp");
+    }
+  const std::vector<uint8_t> claim = bmp_file(11584, 11584, 24, 16);
+  const seg::Error e = expect_error([&] { decode_image_rgb(claim, "claim.bmp"); });
+  CHECK(std::string(e.what()).find("up to byte 402567222, but the file has 70 bytes") != std::string::npos);
+  // Not a BMP, or a header stb refuses anyway: nothing to say.
+  const std::vector<uint8_t> png = encode_png(Image(2, 2, 3));
+  CHECK(bmp_pixels_past_end(png.data(), png.size()).empty());
+  CHECK(bmp_pixels_past_end(claim.data(), 20).empty());
+}
 
 // CI's fuzz stage (2026-12-03, by hand after reading stb): stb's BMP header reader gives a top-down
 // file's height as negative, and the pixel limit multiplied the signed values, so a 70-byte BMP
