@@ -17,9 +17,10 @@
 
 namespace seg::data {
 
-// What is wrong when `data` is an uncompressed BMP whose pixel rows run past the end of the file,
-// or "" when they fit (or `data` is not a BMP, or its header is one stb refuses anyway: compressed,
-// an unknown bit depth, a width of 0 or less).
+// What is wrong when `data` is a BMP that stb reads as uncompressed rows (compression 0, 3, or any
+// value stb does not refuse) whose pixel rows run past the end of the file, or "" when they fit (or
+// `data` is not a BMP, or its header is one stb refuses anyway: RLE or embedded JPEG/PNG, a width
+// of 0 or less).
 std::string bmp_pixels_past_end(const uint8_t* data, size_t size);
 
 }  // namespace seg::data

@@ -54,6 +54,8 @@ JpegHeader read_jpeg_header(std::FILE* file, const std::string& path, const char
 Image decode_jpeg(const uint8_t* data, size_t size, int channels, const std::string& path, const char* what);
 
 // Pillow 9.4's CMYK -> RGB (Convert.c cmyk2rgb) on Pillow's CMYK values (already un-inverted).
-void cmyk_to_rgb(const uint8_t* cmyk, uint8_t* rgb, int pixels);
+void cmyk_to_rgb(const uint8_t* cmyk, uint8_t* rgb, size_t pixels);
+// The same on Adobe's inverted inks as libjpeg returns them (Pillow's "CMYK;I" then cmyk2rgb).
+void adobe_cmyk_to_rgb(const uint8_t* inverted, uint8_t* rgb, size_t pixels);
 
 }  // namespace seg::data

@@ -150,6 +150,20 @@ TEST_CASE("Pillow's CMYK to RGB formula, on hand-computed values") {
   // last pixel: 255-30 = 225; 225 - round(100*225/255 = 88.2) = 137, 225 - round(44.1) = 181,
   // 225 - round(176.47) = 49. Pillow 9.4 gives the same four pixels (Image.fromarray(..., 'CMYK').convert('RGB')).
   CHECK(rgb == std::vector<uint8_t>{255, 255, 255, 0, 0, 0, 0, 0, 0, 137, 181, 49});
+  // The Adobe (inverted) form gives the same on 255 - each value, for every ink and K.
+  std::vector<uint8_t> all, inverted;
+  for (int ink = 0; ink < 256; ++ink)
+    for (int k = 0; k < 256; ++k) {
+      const uint8_t px[4] = {static_cast<uint8_t>(ink), static_cast<uint8_t>(255 - ink), static_cast<uint8_t>(ink / 2),
+                             static_cast<uint8_t>(k)};
+      for (uint8_t v : px) all.push_back(v), inverted.push_back(static_cast<uint8_t>(255 - v));
+    }
+  std::vector<uint8_t> plain(all.size() / 4 * 3), adobe(plain.size());
+  cmyk_to_rgb(all.data(), plain.data(), all.size() / 4);
+  adobe_cmyk_to_rgb(inverted.data(), adobe.data(), inverted.size() / 4);
+  CHECK(plain == adobe);
+  // and the result needs no clip: C = 255 with K = 0 is exactly 0 (hand-computed: 255 - 0 - 255).
+  CHECK(plain[3 * (255 * 256 + 0)] == 0);  // C = 255, K = 0: no red
 }
 
 TEST_CASE("a truncated or corrupt JPEG is a data error with libjpeg's reason; corrupt entropy data is decoded as Pillow does") {
@@ -421,6 +435,20 @@ TEST_CASE("a BMP whose pixel rows run past the end of the file is refused before
   const std::vector<uint8_t> claim = bmp_file(11584, 11584, 24, 16);
   const seg::Error e = expect_error([&] { decode_image_rgb(claim, "claim.bmp"); });
   CHECK(std::string(e.what()).find("up to byte 402567222, but the file has 70 bytes") != std::string::npos);
+  // stb reads any compression value but 1, 2 and 4 and above as uncompressed rows: CI's fuzz stage
+  // found the same timeout with compression 0xFFFFFFFF (2026-12-03), which the first version of
+  // the check let through as "refused by stb anyway".
+  const std::vector<uint8_t> found = read_file_bytes(source_path("tests/fuzz/regressions/image/bmp_compression_minus_1_no_rows.bmp"), "image");
+  CHECK(std::string(expect_error([&] { decode_image_rgb(found, "found.bmp"); }).what())
+            .find("(BMP: its 11584x11584 pixels at 24 bits need") != std::string::npos);
+  for (uint32_t compression : {0u, 3u, 0xFFFFFFFFu, 0x80000000u, 1u, 2u, 4u, 5u}) {
+    CAPTURE(compression);
+    std::vector<uint8_t> c = bmp_file(11584, 11584, 32, 16);
+    for (int i = 0; i < 4; ++i) c[30 + i] = static_cast<uint8_t>(compression >> (8 * i));
+    const bool stb_reads_rows = compression == 0 || compression == 3 || compression >= 0x80000000u;
+    CHECK(bmp_pixels_past_end(c.data(), c.size()).empty() == !stb_reads_rows);
+    CHECK(expect_error([&] { decode_image_rgb(c, "c.bmp"); }).kind() == seg::ErrorKind::data);
+  }
   // Not a BMP, or a header stb refuses anyway: nothing to say.
   const std::vector<uint8_t> png = encode_png(Image(2, 2, 3));
   CHECK(bmp_pixels_past_end(png.data(), png.size()).empty());
