@@ -40,6 +40,13 @@ ImageHeader header_of(const JpegHeader& j) {
 // rows. INT_MIN has no magnitude in an int and stb's loader refuses it, so it stays as it is.
 int top_down_height(int h) { return h < 0 && h != std::numeric_limits<int>::min() ? -h : h; }
 
+// A file whose structure (png_check.h, bmp_check.h) would make stb allocate or read what is not there.
+Error structure_error(const std::string& path, const char* what, const char* format, const std::string& problem) {
+  return Error(ErrorKind::data, str("cannot decode ", what, " file (", format, ": ", problem, ")"))
+      .file(path)
+      .hint("the file is truncated or corrupt; re-export it or remove it from the list");
+}
+
 int checked_size(size_t n, const std::string& path) {
   if (n > static_cast<size_t>(std::numeric_limits<int>::max()))
     throw Error(ErrorKind::data, "file too large to decode").file(path);
@@ -57,23 +64,16 @@ Image decode(const std::vector<uint8_t>& file_bytes, const std::string& path, in
       drop_empty_png_idat(file_bytes.data(), file_bytes.size(), without_empty_idat) ? without_empty_idat : file_bytes;
   // An IDAT chunk that claims more bytes than the file has would make stb allocate that much first.
   const std::string idat = png_idat_past_end(bytes.data(), bytes.size());
-  if (!idat.empty())
-    throw Error(ErrorKind::data, str("cannot decode ", what, " file (PNG: ", idat, ")"))
-        .file(path)
-        .hint("the file is truncated or corrupt; re-export it or remove it from the list");
+  if (!idat.empty()) throw structure_error(path, what, "PNG", idat);
   int w = 0, h = 0, file_channels = 0;
   const int size = checked_size(bytes.size(), path);
   // Every file stb can decode has a header stb can read, so a file without one is refused here: the
   // pixel limit must never be skipped on the way to the decoder.
   if (!stbi_info_from_memory(bytes.data(), size, &w, &h, &file_channels)) throw decode_error(path, what);
-  check_pixel_count(w, h, path, what);
+  const int64_t header_pixels = check_pixel_count(w, h, path, what);
   // stb reads zeros past the end of a BMP's data: a short file would decode to a blank image.
   const std::string bmp = bmp_pixels_past_end(bytes.data(), bytes.size());
-  if (!bmp.empty())
-    throw Error(ErrorKind::data, str("cannot decode ", what, " file (BMP: ", bmp, ")"))
-        .file(path)
-        .hint("the file is truncated or corrupt; re-export it or remove it from the list");
-  const int64_t header_pixels = std::llabs(static_cast<long long>(w)) * std::llabs(static_cast<long long>(h));
+  if (!bmp.empty()) throw structure_error(path, what, "BMP", bmp);
   stbi_uc* pixels = stbi_load_from_memory(bytes.data(), size, &w, &h, &file_channels, channels);
   if (!pixels) throw decode_error(path, what);
   // stb decodes a BMP of width 0 to an image of no pixels (and the copy below would pass memcpy a

@@ -21,10 +21,10 @@ constexpr int64_t kMaxDecoderAllocation = kMaxImagePixels * 8 + (int64_t{1} << 2
 
 // w and h as a header states them; their magnitudes count (stb's BMP header gives a top-down file's
 // height as negative, and its loader decodes |height| rows: a signed product let such a file past
-// this check, the fuzz finding of 2026-12-03).
-inline void check_pixel_count(int w, int h, const std::string& path, const char* what) {
+// this check, the fuzz finding of 2026-12-03). Returns that pixel count.
+inline int64_t check_pixel_count(int w, int h, const std::string& path, const char* what) {
   const int64_t pixels = std::llabs(static_cast<long long>(w)) * std::llabs(static_cast<long long>(h));
-  if (pixels <= kMaxImagePixels) return;
+  if (pixels <= kMaxImagePixels) return pixels;
   throw Error(ErrorKind::data, str(what, " is ", w, "x", h, " (", pixels / 1000000, " megapixels), above segtrain's limit of ",
                                    kMaxImagePixels / 1000000, " megapixels"))
       .file(path)
