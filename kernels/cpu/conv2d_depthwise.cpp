@@ -153,44 +153,20 @@ void conv2d_backward_data_depthwise(const ConvShape& s, const T* w, const T* dy,
 
 // Backward weight: dw[c, kh, kw] = sum_p dy[p, c] * x[tap (kh, kw) of p, c], db[c] = sum_p dy[p, c].
 // Each thread owns a slice of channels over every pixel: race-free and order-stable. Within an
-// output row, the float32 interior pixels run a register-blocked loop: 8 channels x every tap
-// (<= 9 accumulators) stay in registers for the whole row's interior, instead of one load/add/store
-// of the accumulator per tap and pixel. Pixels are still visited in order, so every sum runs over
-// the pixels in the same order as the plain loop.
+// output row, the float32 interior pixels of a 3x3 layer (every depthwise layer of MobileNetV2) run
+// a register-blocked loop: 8 channels x 9 taps of accumulators stay in registers for the whole
+// row's interior, instead of one load/add/store of the accumulator per tap and pixel; other kernel
+// sizes take the plain loop. Pixels are still visited in order, so every sum runs over the pixels
+// in the same order as the plain loop.
 namespace {
-constexpr int64_t kMaxBlockTaps = 9;  // 3x3: every depthwise layer of MobileNetV2
-
 // acc[t * width + c] and bias[c] for channels [c, c+8) of `a`, over output columns [wo0, wo1) of row
-// (n, ho); every tap of those columns lies inside the row.
+// (n, ho); every tap of those columns lies inside the row. KH and KW are template parameters so that
+// the tap loops unroll and a[] lives in registers: with run-time sizes (the first version, until
+// 2026-12-03) GCC kept a[] on the stack, and every update was a load, an FMA and a store (seen in
+// `g++ -O3 -march=x86-64-v3 -S`), a store-to-load chain per tap and pixel.
+template <int KH, int KW>
 void backward_weight_row_block(const ConvShape& s, int64_t n, int64_t ho, int64_t wo0, int64_t wo1, int64_t c,
                                const float* x, const float* dy, float* acc, int64_t width, float* bias) {
-  const int64_t taps = s.KH * s.KW, Wo = s.Wo();
-  v8 a[kMaxBlockTaps], bsum = *reinterpret_cast<const v8*>(bias);
-  for (int64_t t = 0; t < taps; ++t) a[t] = *reinterpret_cast<const v8*>(acc + t * width);
-  const float* g_row = dy + ((n * s.Ho() + ho) * Wo) * s.C + c;
-  for (int64_t wo = wo0; wo < wo1; ++wo) {
-    const v8 g = *reinterpret_cast<const v8*>(g_row + wo * s.C);
-    bsum += g;
-    for (int64_t kh = 0; kh < s.KH; ++kh) {
-      const int64_t h = ho * s.stride_h - s.pad_h + kh * s.dil_h;
-      if (h < 0 || h >= s.H) continue;
-      const float* in = x + ((n * s.H + h) * s.W + wo * s.stride_w - s.pad_w) * s.C + c;
-      for (int64_t kw = 0; kw < s.KW; ++kw, in += s.dil_w * s.C)
-        a[kh * s.KW + kw] += g * *reinterpret_cast<const v8*>(in);
-    }
-  }
-  for (int64_t t = 0; t < taps; ++t) *reinterpret_cast<v8*>(acc + t * width) = a[t];
-  *reinterpret_cast<v8*>(bias) = bsum;
-}
-
-// The same block for a kernel size known at compile time (3x3: every depthwise layer of MobileNetV2).
-// With KH and KW constant the tap loops unroll and a[] lives in registers. In the loop above the
-// taps are runtime values, so GCC keeps a[] on the stack and every update is a load, an FMA and a
-// store (seen in `g++ -O3 -march=x86-64-v3 -S`): a store-to-load chain per tap and pixel. The
-// additions run in the same order, so the results are the same bit for bit.
-template <int KH, int KW>
-void backward_weight_row_block_fixed(const ConvShape& s, int64_t n, int64_t ho, int64_t wo0, int64_t wo1, int64_t c,
-                                     const float* x, const float* dy, float* acc, int64_t width, float* bias) {
   v8 a[KH * KW], bsum = *reinterpret_cast<const v8*>(bias);
 #pragma GCC unroll 16
   for (int t = 0; t < KH * KW; ++t) a[t] = *reinterpret_cast<const v8*>(acc + t * width);
@@ -226,8 +202,7 @@ template <class T>
 void conv2d_backward_weight_depthwise(const ConvShape& s, const T* x, const T* dy, T* dw, T* db) {
   const int64_t Ho = s.Ho(), Wo = s.Wo(), C = s.C, taps = s.KH * s.KW;
   const RowWindow inner = interior_columns(s);
-  const bool blocked = std::is_same_v<T, float> && taps <= kMaxBlockTaps;
-  const bool three_by_three = s.KH == 3 && s.KW == 3;
+  const bool blocked = std::is_same_v<T, float> && s.KH == 3 && s.KW == 3;
   parallel_for(0, C, 16, [&](int64_t c0, int64_t c1) {
     const int64_t width = c1 - c0, width8 = blocked ? width / 8 * 8 : 0;
     std::vector<T> acc(static_cast<size_t>(taps * width), T(0)), bias(static_cast<size_t>(width), T(0));
@@ -246,8 +221,8 @@ void conv2d_backward_weight_depthwise(const ConvShape& s, const T* x, const T* d
         for (int64_t wo = 0; wo < inner.wo_lo; ++wo) pixel(n, ho, wo, 0);
         if constexpr (std::is_same_v<T, float>)
           for (int64_t cb = 0; cb < width8; cb += 8)
-            (three_by_three ? backward_weight_row_block_fixed<3, 3> : backward_weight_row_block)(
-                s, n, ho, inner.wo_lo, inner.wo_hi, c0 + cb, x, dy, acc.data() + cb, width, bias.data() + cb);
+            backward_weight_row_block<3, 3>(s, n, ho, inner.wo_lo, inner.wo_hi, c0 + cb, x, dy, acc.data() + cb, width,
+                                            bias.data() + cb);
         if (width8 < width)
           for (int64_t wo = inner.wo_lo; wo < inner.wo_hi; ++wo) pixel(n, ho, wo, width8);
         for (int64_t wo = inner.wo_hi; wo < Wo; ++wo) pixel(n, ho, wo, 0);

@@ -25,8 +25,7 @@ const Case kCases[] = {
     // leftover pixels and channels (W = 21, C = 48 + 3 = 51); stride 2 with dilation; a padding wider
     // than the dilated kernel (backward data cannot use the flipped forward there).
     {2, 7, 21, 51, 51, 3, 1, 1, 1, 51}, {1, 9, 19, 32, 32, 3, 2, 2, 2, 32}, {1, 6, 9, 16, 16, 3, 1, 3, 1, 16},
-    // Depthwise 2x2 and 1x1: the backward weight's register block with the kernel size at run time
-    // (3x3 has its own compile-time copy since 2026-12-03).
+    // Depthwise 2x2 and 1x1: the backward weight's plain loop (the register block is for 3x3 only).
     {1, 7, 21, 24, 24, 2, 1, 1, 1, 24}, {2, 5, 9, 16, 16, 1, 1, 0, 1, 16},
     // The first layer of a model: 3 input channels (the automatic backward weight is direct), many
     // pixel chunks (P = 2 x 40 x 64 = 5120 > 2048) and more than 64 outputs (two output blocks).
