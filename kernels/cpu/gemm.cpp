@@ -240,7 +240,7 @@ KernelChoice<double> choose_kernel_f64() { return {4, 8, 64, 256, kernel_scalar<
 
 // One thread's share: C rows [m0, m1) x columns [n0, n1).
 template <class E>
-void gemm_serial(const KernelChoice<E>& kc_, int64_t m0, int64_t m1, int64_t n0, int64_t n1, int64_t K,
+void gemm_serial(const KernelChoice<E>& kc_, int64_t m0, int64_t m1, int64_t n0, int64_t n1, int64_t k0, int64_t k1,
                  const PackerOf<E>& a, const PackerOf<E>& bt, E* c, int64_t ldc, bool accumulate) {
   const int64_t MR = kc_.mr, NR = kc_.nr;
   thread_local std::vector<E> a_buf, b_buf;
@@ -249,9 +249,9 @@ void gemm_serial(const KernelChoice<E>& kc_, int64_t m0, int64_t m1, int64_t n0,
   E edge[28 * 32];  // the largest tile of any kernel
   for (int64_t jc = n0; jc < n1; jc += kc_.nc) {
     const int64_t nc = std::min(kc_.nc, n1 - jc);
-    for (int64_t pc = 0; pc < K; pc += kKC) {
-      const int64_t kc = std::min(kKC, K - pc);
-      const bool acc = accumulate || pc > 0;
+    for (int64_t pc = k0; pc < k1; pc += kKC) {
+      const int64_t kc = std::min(kKC, k1 - pc);
+      const bool acc = accumulate || pc > k0;
       bt.pack(jc, nc, pc, kc, NR, b_buf.data());
       for (int64_t ic = m0; ic < m1; ic += kc_.mc) {
         const int64_t mc = std::min(kc_.mc, m1 - ic);
@@ -310,6 +310,55 @@ void gemm_serial(const KernelChoice<E>& kc_, int64_t m0, int64_t m1, int64_t n0,
   }
 }
 
+// ------------------------------------------------------------------ split K
+// A deep GEMM with a small output (a convolution's weight gradient: M, N = channels, K = pixels,
+// e.g. 144 x 24 x 16384 in MobileNetV2) has too few tiles to split over threads: 144 rows are 11
+// panels of 14, and the threads' slabs differ by a panel, each packs the whole B, and N = 24 fills
+// a 32-wide tile 3/4. Such a GEMM is cut along K instead, into fixed chunks of kSplitKChunk; each
+// chunk's product goes to its own buffer (computed as C^T when that tile shape wastes less), and
+// the buffers are summed in chunk order. The chunks do not depend on the thread count, so neither
+// does the result (the same property as the slab split, a different summation order).
+constexpr int64_t kSplitKChunk = 4096;
+constexpr int64_t kSplitKMaxOutput = 64 * 1024;  // M*N: above this the slab split has tiles enough
+
+bool use_split_k(const GemmShape& s) { return s.K >= 2 * kSplitKChunk && s.M * s.N <= kSplitKMaxOutput; }
+
+// Multiply-adds a kernel runs for an M x N output, padding included.
+int64_t padded_area(const KernelChoice<float>& k, int64_t M, int64_t N) {
+  return (M + k.mr - 1) / k.mr * k.mr * ((N + k.nr - 1) / k.nr * k.nr);
+}
+
+void gemm_split_k(const GemmShape& s, const Packer& a, const Packer& bt, float* c, int64_t ldc, bool accumulate,
+                  int threads) {
+  const KernelChoice<float> straight = choose_kernel(s.N), flipped = choose_kernel(s.M);
+  const bool transpose = padded_area(flipped, s.N, s.M) < padded_area(straight, s.M, s.N);
+  const int64_t chunks = (s.K + kSplitKChunk - 1) / kSplitKChunk, area = s.M * s.N;
+  std::vector<float> part(static_cast<size_t>(chunks * area));
+  const int T = std::max(1, threads > 0 ? threads : (in_parallel_region() ? 1 : num_threads()));
+  const int tasks = static_cast<int>(std::min<int64_t>(T, chunks));
+  auto run_chunks = [&](int t) {
+    for (int64_t ch = chunks * t / tasks; ch < chunks * (t + 1) / tasks; ++ch) {
+      const int64_t k0 = ch * kSplitKChunk, k1 = std::min(s.K, k0 + kSplitKChunk);
+      float* out = part.data() + ch * area;
+      if (transpose)  // out[j*M + i] = C(i, j): B^T times A^T
+        gemm_serial(flipped, 0, s.N, 0, s.M, k0, k1, bt, a, out, s.M, false);
+      else
+        gemm_serial(straight, 0, s.M, 0, s.N, k0, k1, a, bt, out, s.N, false);
+    }
+  };
+  if (tasks <= 1)
+    run_chunks(0);
+  else
+    cpu_pool().run(tasks, run_chunks);
+  for (int64_t i = 0; i < s.M; ++i)
+    for (int64_t j = 0; j < s.N; ++j) {
+      const int64_t at = transpose ? j * s.M + i : i * s.N + j;
+      float sum = part[static_cast<size_t>(at)];
+      for (int64_t ch = 1; ch < chunks; ++ch) sum += part[static_cast<size_t>(ch * area + at)];
+      c[i * ldc + j] = accumulate ? c[i * ldc + j] + sum : sum;
+    }
+}
+
 template <class E>
 void gemm_threads(const GemmShape& s, const KernelChoice<E>& kc, const PackerOf<E>& a, const PackerOf<E>& bt, E* c,
                   int64_t ldc, bool accumulate, int threads) {
@@ -326,21 +375,22 @@ void gemm_threads(const GemmShape& s, const KernelChoice<E>& kc, const PackerOf<
   const int64_t units = split_m ? (s.M + kc.mr - 1) / kc.mr : (s.N + kc.nr - 1) / kc.nr;
   const int slabs = static_cast<int>(std::min<int64_t>({T, units, max_by_work}));
   if (slabs <= 1) {
-    gemm_serial(kc, 0, s.M, 0, s.N, s.K, a, bt, c, ldc, accumulate);
+    gemm_serial(kc, 0, s.M, 0, s.N, 0, s.K, a, bt, c, ldc, accumulate);
     return;
   }
   cpu_pool().run(slabs, [&](int t) {
     const int64_t u0 = units * t / slabs, u1 = units * (t + 1) / slabs;
     if (split_m)
-      gemm_serial(kc, u0 * kc.mr, std::min(s.M, u1 * kc.mr), 0, s.N, s.K, a, bt, c, ldc, accumulate);
+      gemm_serial(kc, u0 * kc.mr, std::min(s.M, u1 * kc.mr), 0, s.N, 0, s.K, a, bt, c, ldc, accumulate);
     else
-      gemm_serial(kc, 0, s.M, u0 * kc.nr, std::min(s.N, u1 * kc.nr), s.K, a, bt, c, ldc, accumulate);
+      gemm_serial(kc, 0, s.M, u0 * kc.nr, std::min(s.N, u1 * kc.nr), 0, s.K, a, bt, c, ldc, accumulate);
   });
 }
 
 }  // namespace
 
 void gemm(const GemmShape& s, const Packer& a, const Packer& bt, float* c, int64_t ldc, bool accumulate, int threads) {
+  if (use_split_k(s)) return gemm_split_k(s, a, bt, c, ldc, accumulate, threads);
   gemm_threads(s, choose_kernel(s.N), a, bt, c, ldc, accumulate, threads);
 }
 

@@ -15,8 +15,11 @@
 // is another (kernels/cpu/conv2d_gemm.cpp), which makes convolution an implicit GEMM with no
 // im2col buffer. Packers also convert f16/bf16 storage to f32 on the fly.
 //
-// Threads: the output is split into one slab per thread along M (or N when M is small); K is
-// never split, so results are identical for any thread count. Each thread packs its own blocks.
+// Threads: the output is split into one slab per thread along M (or N when M is small). A deep GEMM
+// with a small output (K >= 8192, M*N <= 64Ki: a convolution's weight gradient over the pixels) is
+// split along K instead, into fixed chunks of 4096 whose products are summed in chunk order. Neither
+// split depends on the thread count, so results are identical for any thread count. Each thread
+// packs its own blocks.
 // Cost: 2*M*N*K flops; traffic per KC step ~ (M*KC + KC*N) floats packed + M*N C reads/writes.
 #pragma once
 

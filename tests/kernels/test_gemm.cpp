@@ -29,9 +29,12 @@ std::vector<float> block(const std::vector<float>& m, int64_t M, int64_t ld, int
 // gemm_f32 with the micro-kernels of `isa` against the double reference.
 void check_gemm_against_reference(CpuIsa isa) {
   test::ScopedCpuIsa scoped(isa);
-  // Sizes around the tile sizes (14x32, 6x16, 4x8) and the depth block (256).
-  const int64_t shapes[][3] = {{1, 1, 1}, {13, 31, 7}, {14, 32, 256}, {15, 33, 257}, {97, 150, 80},
-                               {200, 17, 600}, {6, 16, 1}, {29, 64, 513}};
+  // Sizes around the tile sizes (14x32, 6x16, 4x8) and the depth block (256); the last three are
+  // split along K (K >= 8192, M*N <= 64Ki), with a ragged last chunk, computed as C (24 x 144) and
+  // as C^T (144 x 24: a 24-wide output wastes less as the rows of a tile).
+  const int64_t shapes[][3] = {{1, 1, 1},       {13, 31, 7},     {14, 32, 256},    {15, 33, 257},
+                               {97, 150, 80},   {200, 17, 600},  {6, 16, 1},       {29, 64, 513},
+                               {144, 24, 9000}, {24, 144, 8192}, {16, 32, 12289}};
   for (const auto& sh : shapes) {
     const int64_t M = sh[0], N = sh[1], K = sh[2];
     for (bool ta : {false, true})
@@ -70,20 +73,23 @@ TEST_CASE("gemm equals the naive reference: AVX-512 micro-kernels" * SEG_REQUIRE
   check_gemm_against_reference(CpuIsa::avx512);
 }
 
-TEST_CASE("gemm results are bit-identical for 1, 2 and 3 threads (K is never split)") {
-  const int64_t M = 300, N = 70, K = 700;
-  const auto A = fill(M * K, 0.01f, 0.0f), B = fill(K * N, 0.02f, 1.0f);
-  std::vector<float> c1(M * N), c2(M * N), c3(M * N);
-  const int saved = num_threads();
-  set_num_threads(1);
-  gemm_f32(false, false, M, N, K, A.data(), K, B.data(), N, c1.data(), N, false);
-  set_num_threads(2);
-  gemm_f32(false, false, M, N, K, A.data(), K, B.data(), N, c2.data(), N, false);
-  set_num_threads(3);
-  gemm_f32(false, false, M, N, K, A.data(), K, B.data(), N, c3.data(), N, false);
-  set_num_threads(saved);
-  CHECK(std::memcmp(c1.data(), c2.data(), c1.size() * sizeof(float)) == 0);
-  CHECK(std::memcmp(c1.data(), c3.data(), c1.size() * sizeof(float)) == 0);
+TEST_CASE("gemm results are bit-identical for 1, 2 and 3 threads (slabs of M or N, or fixed chunks of K)") {
+  // 300 x 70 x 700: split into slabs of the output; 40 x 24 x 20000: split along K (5 chunks).
+  for (const auto& [M, N, K] : {GemmShape{300, 70, 700}, GemmShape{40, 24, 20000}}) {
+    CAPTURE(K);
+    const auto A = fill(M * K, 0.01f, 0.0f), B = fill(K * N, 0.02f, 1.0f);
+    std::vector<float> c1(M * N), c2(M * N), c3(M * N);
+    const int saved = num_threads();
+    set_num_threads(1);
+    gemm_f32(false, false, M, N, K, A.data(), K, B.data(), N, c1.data(), N, false);
+    set_num_threads(2);
+    gemm_f32(false, false, M, N, K, A.data(), K, B.data(), N, c2.data(), N, false);
+    set_num_threads(3);
+    gemm_f32(false, false, M, N, K, A.data(), K, B.data(), N, c3.data(), N, false);
+    set_num_threads(saved);
+    CHECK(std::memcmp(c1.data(), c2.data(), c1.size() * sizeof(float)) == 0);
+    CHECK(std::memcmp(c1.data(), c3.data(), c1.size() * sizeof(float)) == 0);
+  }
 }
 
 TEST_CASE("A read in place and A packed give bit-identical results (the 4 KiB-aliasing rule)" * SEG_REQUIRES(avx512)) {
