@@ -349,6 +349,11 @@ void gemm_serial(const KernelChoice<E>& kc_, int64_t m0, int64_t m1, int64_t n0,
   }
 }
 
+// The threads a GEMM may use: `threads`, or the whole pool (1 inside a parallel region).
+int thread_count(int threads) {
+  return std::max(1, threads > 0 ? threads : (in_parallel_region() ? 1 : num_threads()));
+}
+
 // ------------------------------------------------------------------ split K
 // A deep GEMM with a small output (a convolution's weight gradient: M, N = channels, K = pixels,
 // e.g. 144 x 24 x 16384 in MobileNetV2) has too few tiles to split over threads: 144 rows are 11
@@ -373,7 +378,7 @@ void gemm_split_k(const GemmShape& s, const Packer& a, const Packer& bt, float* 
   const bool transpose = padded_area(flipped, s.N, s.M) < padded_area(straight, s.M, s.N);
   const int64_t chunks = (s.K + kSplitKChunk - 1) / kSplitKChunk, area = s.M * s.N;
   std::vector<float> part(static_cast<size_t>(chunks * area));
-  const int T = std::max(1, threads > 0 ? threads : (in_parallel_region() ? 1 : num_threads()));
+  const int T = thread_count(threads);
   const int tasks = static_cast<int>(std::min<int64_t>(T, chunks));
   auto run_chunks = [&](int t) {
     for (int64_t ch = chunks * t / tasks; ch < chunks * (t + 1) / tasks; ++ch) {
@@ -407,7 +412,7 @@ void gemm_threads(const GemmShape& s, const KernelChoice<E>& kc, const PackerOf<
       for (int64_t i = 0; i < s.M; ++i) std::memset(c + i * ldc, 0, static_cast<size_t>(s.N) * sizeof(E));
     return;
   }
-  const int T = std::max(1, threads > 0 ? threads : (in_parallel_region() ? 1 : num_threads()));
+  const int T = thread_count(threads);
   // Enough work per thread to be worth a wake-up: ~2 MFLOP.
   const int64_t max_by_work = std::max<int64_t>(1, 2 * s.M * s.N * s.K / (1 << 21));
   const bool split_m = s.M / kc.mr >= s.N / kc.nr;
