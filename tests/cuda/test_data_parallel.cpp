@@ -2,7 +2,8 @@
 // the bucketed gradient all-reduce on device tensors (core/data_parallel.cpp), with one host thread
 // per GPU as `--gpus 0-1` runs them. In the simulated build (label sim) the two GPUs are
 // kernels/sim's simulated devices and NCCL is the simulator's (kernels/sim/nccl_*.cpp); on a real
-// machine (label gpu) the cases need two GPUs and are reported as skipped on one.
+// machine (label gpu) the cases need two GPUs and are reported as skipped on one. On the simulator
+// every data-parallel case also checks that its stream race detector reported nothing.
 #include <cuda_runtime.h>
 #include <doctest/doctest.h>
 
@@ -116,6 +117,23 @@ std::vector<std::vector<float>> grads_on_host(const Net& net) {
   return out;
 }
 
+// The simulator's stream race detector (kernels/sim/race_detector.h) watches every kernel, copy and
+// collective of the case: work on the compute stream and on the communicator's stream that touches
+// the same bytes must be ordered by events. A race would also throw at the next synchronising call,
+// but a case that catches errors (or one whose race is found after its last synchronisation) would
+// hide it, so each case also checks the count it started with. (On a real GPU nothing counts.)
+struct NoStreamRaces {
+#ifndef SEG_TEST_ON_GPU
+  uint64_t before = sim::stream_race_count();
+  void check() const {
+    const uint64_t now = sim::stream_race_count();
+    CHECK_MESSAGE(now == before, (now - before) << " stream race(s); the last: " << sim::last_stream_race_report());
+  }
+#else
+  void check() const {}
+#endif
+};
+
 }  // namespace
 
 TEST_CASE("NCCL communicators: one per GPU, describe themselves, sum and max on device memory" * SEG_REQUIRES(two_gpus)) {
@@ -160,6 +178,7 @@ TEST_CASE("NCCL data parallel: rank 0's parameters reach every GPU, and each gra
   // stream-ordered all-reduce after backward).
   for (const int64_t bucket_bytes : {int64_t{16}, GradientAllReduce::kDefaultBucketBytes}) {
     CAPTURE(bucket_bytes);
+    const NoStreamRaces races;
     auto comms = make_nccl_communicators({0, 1});
     std::vector<std::vector<std::vector<float>>> local(2), summed(2), params(2);
     std::vector<GradientAllReduce::Stats> stats(2);
@@ -181,6 +200,7 @@ TEST_CASE("NCCL data parallel: rank 0's parameters reach every GPU, and each gra
       stats[r] = allreduce.stats();
       summed[r] = grads_on_host(net);
     });
+    races.check();
     CHECK(params[0] == params[1]);
     CHECK(stats[0].buckets == (bucket_bytes == 16 ? 3 : 1));
     CHECK(stats[0].started_in_backward == (bucket_bytes == 16 ? 3 : 0));
@@ -200,6 +220,7 @@ TEST_CASE("NCCL data parallel: rank 0's parameters reach every GPU, and each gra
 TEST_CASE("NCCL data parallel: half gradients travel as half (summed in f32, rounded once per step) or as f32" * SEG_REQUIRES(two_gpus)) {
   TwoDevices two;
   for (const GradientWire wire : {GradientWire::storage, GradientWire::f32}) {
+    const NoStreamRaces races;
     auto comms = make_nccl_communicators({0, 1});
     std::vector<std::vector<float>> grad(2), local(2);
     std::vector<GradientAllReduce::Stats> stats(2);
@@ -216,6 +237,7 @@ TEST_CASE("NCCL data parallel: half gradients travel as half (summed in f32, rou
       stats[r] = allreduce.stats();
       grad[r] = w.grad().to(DType::f32).to(Device::cpu()).to_vector<float>();
     });
+    races.check();
     CHECK(stats[0].half_buckets == (wire == GradientWire::storage ? 1 : 0));
     CHECK(stats[0].bytes == 300 * (wire == GradientWire::storage ? 2 : 4));
     for (size_t i = 0; i < grad[0].size(); ++i) {
@@ -244,54 +266,87 @@ TEST_CASE("NCCL: ranks started with different runs all stop with the difference 
   }
 }
 
+namespace {
+
+// One SyncBN forward and backward on each GPU of its rows of the union (n0 images on cuda:0, n1 on
+// cuda:1) in storage dtype `dt`, against one f64 BatchNorm over the union on the CPU. `out` bounds y
+// and dx (stored in `dt`), `stats` the f32 running statistics and the summed dgamma/dbeta.
+void check_sync_bn(DType dt, int64_t n0, int64_t n1, seg::test::Tolerance out, seg::test::Tolerance stats) {
+  CAPTURE(dtype_name(dt));
+  CAPTURE(n0);
+  CAPTURE(n1);
+  const NoStreamRaces races;
+  auto comms = make_nccl_communicators({0, 1});
+  const int64_t H = 3, W = 4, C = 6, N = n0 + n1;
+  // Half runs get the half-rounded inputs (tests/layers/test_helpers.h); f32 keeps the f64 inputs
+  // (its bound covers their rounding).
+  const seg::test::UnionBatchNorm ref = seg::test::union_batch_norm(N, H, W, C, is_half(dt) ? dt : DType::f64);
+  struct RankResult {
+    Tensor y, dx, rm, rv, dgamma, dbeta;
+  };
+  std::vector<RankResult> res(2);
+  on_ranks(comms, [&](int r, Communicator& c) {
+    CommBatchNormReducer reducer(c);
+    const int64_t lo = r == 0 ? 0 : n0, hi = r == 0 ? n0 : N;
+    const Device d = c.device();
+    Tensor xl = ref.x.slice(0, lo, hi).contiguous().to(dt).to(d).set_requires_grad(true);
+    Tensor gl = ref.gamma.to(DType::f32).to(d).set_requires_grad(true), bl = ref.beta.to(DType::f32).to(d).set_requires_grad(true);
+    Tensor rm = Tensor::zeros({C}, DType::f32, d), rv = Tensor::full({C}, 1.0, DType::f32, d);
+    ops::BatchNormOptions o = ref.options;
+    o.reducer = &reducer;
+    const Tensor y = ops::batch_norm(xl, gl, bl, rm, rv, o);
+    CHECK(y.dtype() == dt);
+    y.backward(ref.dy.slice(0, lo, hi).contiguous().to(dt).to(d));
+    auto host = [](const Tensor& t) { return t.to(Device::cpu()).to(DType::f64); };
+    res[r] = RankResult{host(y), host(xl.grad()), host(rm), host(rv), host(gl.grad()), host(bl.grad())};
+  });
+  races.check();
+  for (int r = 0; r < 2; ++r) {
+    CAPTURE(r);
+    const int64_t lo = r == 0 ? 0 : n0, hi = r == 0 ? n0 : N;
+    if (hi > lo) {
+      SEG_CHECK_CLOSE(res[r].y, ref.y.slice(0, lo, hi).contiguous(), out);
+      SEG_CHECK_CLOSE(res[r].dx, ref.dx.slice(0, lo, hi).contiguous(), out);
+    }
+    SEG_CHECK_CLOSE(res[r].rm, ref.running_mean, stats);
+    SEG_CHECK_CLOSE(res[r].rv, ref.running_var, stats);
+  }
+  // dgamma, dbeta are each rank's part; their sum over the ranks is the union's.
+  SEG_CHECK_CLOSE(ops::add(res[0].dgamma, res[1].dgamma), ref.dgamma, stats);
+  SEG_CHECK_CLOSE(ops::add(res[0].dbeta, res[1].dbeta), ref.dbeta, stats);
+}
+
+const std::vector<std::pair<int64_t, int64_t>> kSplits = {{3, 2}, {2, 2}, {4, 0}};  // unequal, equal, empty
+
+}  // namespace
+
 TEST_CASE("SyncBN over 2 GPUs equals one BatchNorm over the union: unequal and empty sub-batches, f32" * SEG_REQUIRES(two_gpus)) {
   TwoDevices two;
-  auto comms = make_nccl_communicators({0, 1});
-  const int64_t H = 3, W = 4, C = 6;
-  for (const auto& [n0, n1] : std::vector<std::pair<int64_t, int64_t>>{{3, 2}, {2, 2}, {4, 0}}) {
-    CAPTURE(n0);
-    CAPTURE(n1);
-    const int64_t N = n0 + n1;
-    // One BatchNorm over the union, in f64 on the CPU: the reference.
-    const seg::test::UnionBatchNorm ref = seg::test::union_batch_norm(N, H, W, C);
-    struct RankResult {
-      Tensor y, dx, rm, rv, dgamma, dbeta;
-    };
-    std::vector<RankResult> res(2);
-    on_ranks(comms, [&](int r, Communicator& c) {
-      CommBatchNormReducer reducer(c);
-      const int64_t lo = r == 0 ? 0 : n0, hi = r == 0 ? n0 : N;
-      const Device d = c.device();
-      Tensor xl = ref.x.slice(0, lo, hi).contiguous().to(DType::f32).to(d).set_requires_grad(true);
-      Tensor gl = ref.gamma.to(DType::f32).to(d).set_requires_grad(true), bl = ref.beta.to(DType::f32).to(d).set_requires_grad(true);
-      Tensor rm = Tensor::zeros({C}, DType::f32, d), rv = Tensor::full({C}, 1.0, DType::f32, d);
-      ops::BatchNormOptions o = ref.options;
-      o.reducer = &reducer;
-      const Tensor y = ops::batch_norm(xl, gl, bl, rm, rv, o);
-      y.backward(ref.dy.slice(0, lo, hi).contiguous().to(DType::f32).to(d));
-      auto host = [](const Tensor& t) { return t.to(Device::cpu()).to(DType::f64); };
-      res[r] = RankResult{host(y), host(xl.grad()), host(rm), host(rv), host(gl.grad()), host(bl.grad())};
-    });
-    // f32 on each GPU against the f64 reference: the reference's own rounding of x, y and dx.
-    const seg::test::Tolerance tol{2e-6, 2e-6};
-    for (int r = 0; r < 2; ++r) {
-      CAPTURE(r);
-      const int64_t lo = r == 0 ? 0 : n0, hi = r == 0 ? n0 : N;
-      if (hi > lo) {
-        SEG_CHECK_CLOSE(res[r].y, ref.y.slice(0, lo, hi).contiguous(), tol);
-        SEG_CHECK_CLOSE(res[r].dx, ref.dx.slice(0, lo, hi).contiguous(), tol);
-      }
-      SEG_CHECK_CLOSE(res[r].rm, ref.running_mean, tol);
-      SEG_CHECK_CLOSE(res[r].rv, ref.running_var, tol);
-    }
-    // dgamma, dbeta are each rank's part; their sum over the ranks is the union's.
-    SEG_CHECK_CLOSE(ops::add(res[0].dgamma, res[1].dgamma), ref.dgamma, tol);
-    SEG_CHECK_CLOSE(ops::add(res[0].dbeta, res[1].dbeta), ref.dbeta, tol);
+  // f32 on each GPU against the f64 reference: the reference's own rounding of x, y and dx.
+  const seg::test::Tolerance tol{2e-6, 2e-6};
+  for (const auto& [n0, n1] : kSplits) check_sync_bn(DType::f32, n0, n1, tol, tol);
+}
+
+TEST_CASE("SyncBN over 2 GPUs in f16 and bf16 equals one f64 BatchNorm over the union: unequal and empty sub-batches" *
+          SEG_REQUIRES(two_gpus)) {
+  TwoDevices two;
+  // The seed's users saw fp16 SyncBN hang across GPUs. The statistics travel in f64 whatever the
+  // storage (layers/sync_bn.h), so a half run differs from the f64 union only by its f32 arithmetic
+  // (the f32 case's bound, 2e-6 absolute and relative) and one rounding of y and dx to the storage
+  // dtype: at most half an ulp, the unit roundoff u = 2^-11 (f16) or 2^-8 (bf16) relative (f16's
+  // subnormals: at most 2^-25 absolute, inside 2e-6). Its inputs are the reference's exactly (x and
+  // dy rounded to the storage dtype before the reference ran). Running statistics and dgamma/dbeta
+  // are f32 results of f64 sums: the f32 bound.
+  const seg::test::Tolerance f32_bound{2e-6, 2e-6};
+  for (const auto& [dt, u] : std::vector<std::pair<DType, double>>{{DType::f16, 0x1p-11}, {DType::bf16, 0x1p-8}}) {
+    const seg::test::Tolerance out{f32_bound.atol, u + f32_bound.rtol};
+    for (const auto& [n0, n1] : kSplits) check_sync_bn(dt, n0, n1, out, f32_bound);
   }
 }
 
 TEST_CASE("NCCL: an inf gradient on one GPU makes both skip the step and keep equal loss scales" * SEG_REQUIRES(two_gpus)) {
   TwoDevices two;
+  const NoStreamRaces races;
   auto comms = make_nccl_communicators({0, 1});
   std::vector<StepOutcome> outcomes(2);
   std::vector<double> scales(2);
@@ -310,6 +365,7 @@ TEST_CASE("NCCL: an inf gradient on one GPU makes both skip the step and keep eq
     scales[r] = scaler.scale();
     weights[r] = w.to(Device::cpu()).to_vector<float>();
   });
+  races.check();
   for (int r = 0; r < 2; ++r) {
     CHECK_FALSE(outcomes[r].stepped);
     CHECK(scales[r] == 32768.0);
@@ -331,6 +387,7 @@ TEST_CASE("NCCL data parallel: bucket all-reduces start during backward (the sim
   sim::Options fifo = sim::options();
   fifo.stream_order = sim::StreamOrder::fifo;
   sim::ScopedOptions in_queue_order(fifo);
+  const NoStreamRaces races;
   auto comms = make_nccl_communicators({0, 1});
   std::vector<Net> nets(kRanks);
   std::vector<std::unique_ptr<GradientAllReduce>> allreduces;
@@ -350,6 +407,7 @@ TEST_CASE("NCCL data parallel: bucket all-reduces start during backward (the sim
   }
   for (int r = 0; r < kRanks; ++r) synchronize(Device::cuda(r));
   const std::vector<sim::TracedOp> trace = sim::take_op_trace();
+  races.check();
   uint64_t first_allreduce = 0, last_conv = 0;
   int allreduce_count = 0;
   for (const sim::TracedOp& op : trace) {

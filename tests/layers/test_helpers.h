@@ -23,6 +23,9 @@ inline Tensor randn(const Shape& shape, DType dt, uint64_t seed, double scale = 
 
 // SyncBN's reference (tests/mpi, tests/cuda): N images of H x W x C and one BatchNorm over all of
 // them, forward and backward, in f64 on the CPU; each rank then normalises its rows of x.
+// `storage` (f16, bf16): x and dy are first rounded to that dtype (and kept in f64), so a run in
+// that storage dtype has exactly the reference's inputs and differs from it only by its own
+// arithmetic and the rounding of its outputs.
 struct UnionBatchNorm {
   Tensor x, dy, gamma, beta;         // the inputs (f64)
   Tensor y, dx, dgamma, dbeta;       // the reference's output and gradients
@@ -30,10 +33,10 @@ struct UnionBatchNorm {
   ops::BatchNormOptions options;     // momentum 0.25, no reducer
 };
 
-inline UnionBatchNorm union_batch_norm(int64_t N, int64_t H, int64_t W, int64_t C) {
+inline UnionBatchNorm union_batch_norm(int64_t N, int64_t H, int64_t W, int64_t C, DType storage = DType::f64) {
   UnionBatchNorm r;
-  r.x = randn({N, H, W, C}, DType::f64, 31, 2.0);
-  r.dy = randn({N, H, W, C}, DType::f64, 32);
+  r.x = randn({N, H, W, C}, DType::f64, 31, 2.0).to(storage).to(DType::f64);
+  r.dy = randn({N, H, W, C}, DType::f64, 32).to(storage).to(DType::f64);
   r.gamma = randn({C}, DType::f64, 33);
   r.beta = randn({C}, DType::f64, 34);
   r.running_mean = Tensor::zeros({C}, DType::f64, Device::cpu());

@@ -10,7 +10,8 @@
 //     of both sub-batches accumulated (upstream's multi-GPU step) bit for bit, and the buckets start
 //     during backward;
 //   * SyncBN: output, running statistics and dx equal one BatchNorm over the union, with unequal and
-//     with empty sub-batches, in f32 and f64;
+//     with empty sub-batches, in f64, f32, f16 and bf16 (the half ones within one rounding of the
+//     storage dtype);
 //   * an inf gradient on one rank makes both ranks skip the step with the same new loss scale;
 //   * ranks started with different runs stop, naming the difference.
 #include <doctest/doctest.h>
@@ -227,43 +228,72 @@ TEST_CASE("gradient accumulation: set_sync(false) micro-steps are not all-reduce
   CHECK(reducer.stats().started_in_backward == 0);  // one bucket: a blocking all-reduce in finish()
 }
 
-TEST_CASE("SyncBN over 2 ranks equals one BatchNorm over the union: unequal and empty sub-batches, f32 and f64") {
-  Communicator& c = world();
+namespace {
+
+// The sub-batch splits SyncBN must handle: unequal, equal, and rank 1 empty.
+const std::vector<std::pair<int64_t, int64_t>> kSplits = {{3, 2}, {2, 2}, {4, 0}};
+
+// One SyncBN forward and backward of this rank's rows (n0 images on rank 0, n1 on rank 1) in
+// storage dtype `dt`, checked against one f64 BatchNorm over the union. `out` bounds y and dx (activations, stored in
+// `dt`); `stats` bounds the running statistics and dgamma/dbeta (parameter dtype: f64 or f32).
+void check_sync_bn(Communicator& c, DType dt, int64_t n0, int64_t n1, Tolerance out, Tolerance stats) {
   CommBatchNormReducer reducer(c);
-  const int64_t H = 3, W = 4, C = 6;
+  const int64_t H = 3, W = 4, C = 6, N = n0 + n1;
+  CAPTURE(dtype_name(dt));
+  CAPTURE(n0);
+  CAPTURE(n1);
+  // Half runs get the half-rounded inputs; f32 keeps the f64 inputs (its bound covers their rounding).
+  const seg::test::UnionBatchNorm ref = seg::test::union_batch_norm(N, H, W, C, is_half(dt) ? dt : DType::f64);
+  ops::BatchNormOptions opt = ref.options;
+  // This rank's rows of the union.
+  const int64_t lo = c.rank() == 0 ? 0 : n0, hi = c.rank() == 0 ? n0 : N;
+  const DType pdt = dt == DType::f64 ? DType::f64 : DType::f32;  // BN parameters: f32 under half storage
+  Tensor xl = ref.x.slice(0, lo, hi).contiguous().to(dt).set_requires_grad(true);
+  Tensor gl = ref.gamma.to(pdt).set_requires_grad(true), bl = ref.beta.to(pdt).set_requires_grad(true);
+  Tensor rm = Tensor::zeros({C}, pdt, Device::cpu()), rv = Tensor::full({C}, 1.0, pdt, Device::cpu());
+  opt.reducer = &reducer;
+  const Tensor y = ops::batch_norm(xl, gl, bl, rm, rv, opt);
+  y.backward(ref.dy.slice(0, lo, hi).contiguous().to(dt));
+  CHECK(y.dtype() == dt);
+  if (hi > lo) {
+    SEG_CHECK_CLOSE(y, ref.y.slice(0, lo, hi).contiguous(), out);
+    SEG_CHECK_CLOSE(xl.grad(), ref.dx.slice(0, lo, hi).contiguous(), out);
+  }
+  SEG_CHECK_CLOSE(rm, ref.running_mean, stats);
+  SEG_CHECK_CLOSE(rv, ref.running_var, stats);
+  // dgamma, dbeta are this rank's parts; their sum over the ranks is the union's.
+  std::vector<double> dg = gl.grad().to(DType::f64).to_vector<double>(), db = bl.grad().to(DType::f64).to_vector<double>();
+  c.allreduce_sum(dg.data(), C);
+  c.allreduce_sum(db.data(), C);
+  SEG_CHECK_CLOSE(dg, ref.dgamma.to_vector<double>(), stats);
+  SEG_CHECK_CLOSE(db, ref.dbeta.to_vector<double>(), stats);
+}
+
+}  // namespace
+
+TEST_CASE("SyncBN over 2 ranks equals one BatchNorm over the union: unequal and empty sub-batches, f32 and f64") {
   for (DType dt : {DType::f64, DType::f32}) {
-    for (const auto& [n0, n1] : std::vector<std::pair<int64_t, int64_t>>{{3, 2}, {2, 2}, {4, 0}}) {
-      CAPTURE(dtype_name(dt));
-      CAPTURE(n0);
-      CAPTURE(n1);
-      const int64_t N = n0 + n1;
-      // One BatchNorm over the union, in f64: the reference.
-      const seg::test::UnionBatchNorm ref = seg::test::union_batch_norm(N, H, W, C);
-      ops::BatchNormOptions opt = ref.options;
-      // This rank's rows of the union.
-      const int64_t lo = c.rank() == 0 ? 0 : n0, hi = c.rank() == 0 ? n0 : N;
-      const DType pdt = dt == DType::f64 ? DType::f64 : DType::f32;
-      Tensor xl = ref.x.slice(0, lo, hi).contiguous().to(dt).set_requires_grad(true);
-      Tensor gl = ref.gamma.to(pdt).set_requires_grad(true), bl = ref.beta.to(pdt).set_requires_grad(true);
-      Tensor rm = Tensor::zeros({C}, pdt, Device::cpu()), rv = Tensor::full({C}, 1.0, pdt, Device::cpu());
-      opt.reducer = &reducer;
-      const Tensor y = ops::batch_norm(xl, gl, bl, rm, rv, opt);
-      y.backward(ref.dy.slice(0, lo, hi).contiguous().to(dt));
-      // f64: the same sums in another order; f32: the reference's own rounding of x, y and dx.
-      const Tolerance tol = dt == DType::f64 ? Tolerance{1e-12, 1e-12} : Tolerance{2e-6, 2e-6};
-      if (hi > lo) {
-        SEG_CHECK_CLOSE(y, ref.y.slice(0, lo, hi).contiguous(), tol);
-        SEG_CHECK_CLOSE(xl.grad(), ref.dx.slice(0, lo, hi).contiguous(), tol);
-      }
-      SEG_CHECK_CLOSE(rm, ref.running_mean, tol);
-      SEG_CHECK_CLOSE(rv, ref.running_var, tol);
-      // dgamma, dbeta are this rank's parts; their sum over the ranks is the union's.
-      std::vector<double> dg = gl.grad().to(DType::f64).to_vector<double>(), db = bl.grad().to(DType::f64).to_vector<double>();
-      c.allreduce_sum(dg.data(), C);
-      c.allreduce_sum(db.data(), C);
-      SEG_CHECK_CLOSE(dg, ref.dgamma.to_vector<double>(), tol);
-      SEG_CHECK_CLOSE(db, ref.dbeta.to_vector<double>(), tol);
-    }
+    // f64: the same sums in another order; f32: the reference's own rounding of x, y and dx.
+    const Tolerance tol = dt == DType::f64 ? Tolerance{1e-12, 1e-12} : Tolerance{2e-6, 2e-6};
+    for (const auto& [n0, n1] : kSplits) check_sync_bn(world(), dt, n0, n1, tol, tol);
+  }
+}
+
+TEST_CASE("SyncBN over 2 ranks in f16 and bf16 equals one f64 BatchNorm over the union: unequal and empty sub-batches") {
+  // The seed's users saw fp16 SyncBN hang across GPUs. Here the statistics travel in f64 whatever
+  // the storage, so a half run differs from the f64 union only by
+  //   * its f32 arithmetic (parameters, statistics and the per-element formulas are f32): the f32
+  //     case's bound, 2e-6 absolute and relative;
+  //   * one rounding of y and dx to the storage dtype: at most half an ulp, i.e. the unit roundoff
+  //     u = 2^-11 (f16, 11 significant bits) or 2^-8 (bf16, 8) relative to the value. f16's
+  //     subnormals (spacing 2^-24 below 2^-14) round by at most 2^-25 absolute, inside 2e-6.
+  // The inputs are the reference's exactly (rounded to the storage dtype before the reference ran),
+  // so no input rounding enters the bound. Running statistics and dgamma/dbeta are f32 results of
+  // f64 sums: the f32 bound.
+  const Tolerance f32_bound{2e-6, 2e-6};
+  for (const auto& [dt, u] : std::vector<std::pair<DType, double>>{{DType::f16, 0x1p-11}, {DType::bf16, 0x1p-8}}) {
+    const Tolerance out{f32_bound.atol, u + f32_bound.rtol};
+    for (const auto& [n0, n1] : kSplits) check_sync_bn(world(), dt, n0, n1, out, f32_bound);
   }
 }
 
