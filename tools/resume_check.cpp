@@ -1,5 +1,6 @@
 #include "tools/resume_check.h"
 
+#include <charconv>
 #include <cstdio>
 
 #include "core/error.h"
@@ -17,7 +18,32 @@ const std::vector<std::string>& resume_defining_keys() {
   return keys;
 }
 
-std::vector<ConfigDifference> resume_differences(const TrainStateMeta& state, const Config& now, int64_t sub_batches) {
+int64_t batch_norm_ranks(bool sync_bn, int64_t ranks) { return sync_bn && ranks > 1 ? ranks : 1; }
+
+namespace {
+// The difference SyncBN makes, if the state recorded its ranks (states written before it did are
+// not checked: nothing says how many ranks trained them).
+void compare_batch_norm_ranks(const TrainStateMeta& state, const Config& now, int64_t ranks,
+                              std::vector<ConfigDifference>& out) {
+  const auto it = state.metadata.find("ranks");
+  int64_t saved_ranks = 0;
+  if (it == state.metadata.end()) return;
+  const char* end = it->second.data() + it->second.size();
+  if (std::from_chars(it->second.data(), end, saved_ranks).ptr != end || saved_ranks < 1) return;  // unreadable: as absent
+  const int64_t saved = batch_norm_ranks(state.config->TRAIN.sync_bn, saved_ranks);
+  const int64_t current = batch_norm_ranks(now.TRAIN.sync_bn, ranks);
+  if (saved == current) return;
+  auto said = [](int64_t group, bool sync_bn, int64_t n) {
+    return std::to_string(group) + " (TRAIN.sync_bn " + (sync_bn ? "true" : "false") + ", " + std::to_string(n) +
+           (n == 1 ? " rank)" : " ranks)");
+  };
+  out.push_back({"BatchNorm ranks (SyncBN normalises over every rank's sub-batch; 1 = each sub-batch alone)",
+                 said(saved, state.config->TRAIN.sync_bn, saved_ranks), said(current, now.TRAIN.sync_bn, ranks)});
+}
+}  // namespace
+
+std::vector<ConfigDifference> resume_differences(const TrainStateMeta& state, const Config& now, int64_t sub_batches,
+                                                 int64_t ranks) {
   std::vector<ConfigDifference> out;
   if (state.config) {
     for (const std::string& key : resume_defining_keys()) {
@@ -28,6 +54,7 @@ std::vector<ConfigDifference> resume_differences(const TrainStateMeta& state, co
     const std::string saved = it == state.metadata.end() ? "1" : it->second, current = std::to_string(sub_batches);
     if (saved != current)
       out.push_back({"sub-batches per step (MPI ranks x TRAIN.sub_batches_per_rank)", saved, current});
+    compare_batch_norm_ranks(state, now, ranks, out);
     return out;
   }
   // Format 1 recorded only these.
@@ -62,8 +89,8 @@ void check_resume_differences(const std::vector<ConfigDifference>& diffs, bool f
                                     diffs.size() == 1 ? " key:" : " keys:", list))
       .key(diffs[0].key)
       .file(state_path)
-      .hint("resume with the run's values (DIR/config.json holds them), train in a new DIR, or add --force to "
-            "continue with the new values anyway");
+      .hint("resume with the run's values (DIR/config.json holds them, and its \"ranks\" the number of ranks), "
+            "train in a new DIR, or add --force to continue with the new values anyway");
 }
 
 }  // namespace seg::cli

@@ -10,6 +10,16 @@
 //                  TRAIN.weight_decay
 //   image sizes    DATASET.imgSizes, DATASET.imgMaxSize
 //   precision      TRAIN.amp, TRAIN.amp_dtype, TRAIN.loss_scale
+// Besides the keys, two numbers of the run (train-state metadata) define it:
+//   sub-batches per step  ranks x TRAIN.sub_batches_per_rank: the data order depends on it
+//   BatchNorm ranks       with TRAIN.sync_bn true, BatchNorm's statistics span the sub-batches of all
+//                         ranks (SyncBN), so the number of ranks is part of the training: 2 ranks of
+//                         2 images normalise over 4 images, 1 process with 2 sub-batches over 2. The
+//                         value is the number of ranks whose sub-batches one BatchNorm normalises
+//                         together: ranks under SyncBN, 1 without (or on one rank). A SyncBN run resumed
+//                         on another number of ranks, or with TRAIN.sync_bn switched, would silently
+//                         train differently, so it is refused like a changed key (--force: a warning).
+//                         A state written before the train state recorded "ranks" is not checked.
 // Every other key may change on a resume, notably TRAIN.num_epoch (raising it extends a finished run:
 // training continues at the saved step with the learning rate of the longer schedule), TRAIN.workers,
 // TRAIN.disp_iter, TRAIN.eval_every and the VAL/TEST keys.
@@ -35,8 +45,12 @@ struct ConfigDifference {
 // A format-1 state (no config) is compared on what it recorded: architectures, num_class, AMP and
 // accumulation.
 // `sub_batches` (ranks x TRAIN.sub_batches_per_rank) is compared with the state's (1 when it has
-// none): the data order depends on it, the number of ranks alone does not.
-std::vector<ConfigDifference> resume_differences(const TrainStateMeta& state, const Config& now, int64_t sub_batches = 1);
+// none): the data order depends on it. `ranks` matters only through SyncBN (above).
+std::vector<ConfigDifference> resume_differences(const TrainStateMeta& state, const Config& now, int64_t sub_batches = 1,
+                                                 int64_t ranks = 1);
+
+// How many ranks' sub-batches one BatchNorm normalises together: `ranks` under TRAIN.sync_bn, else 1.
+int64_t batch_norm_ranks(bool sync_bn, int64_t ranks);
 
 // No differences: nothing. Otherwise Error(usage, exit 2) listing each "KEY: saved -> now", or with
 // `force` one "warning:" line per difference on stderr.

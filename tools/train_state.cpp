@@ -18,7 +18,7 @@ std::pair<const char*, SGD*> optimizer_parts(const char* name, SGD& sgd) { retur
 
 FileDigest save_train_state(const std::string& path, const SegmentationModule& model, SGD& encoder, SGD& decoder,
                             const LossScaler& scaler, int64_t step, const Config& cfg, double best_miou,
-                            const CheckpointSet& set, int64_t sub_batches) {
+                            const CheckpointSet& set, int64_t sub_batches, int64_t ranks) {
   NamedTensors tensors;
   for (const auto& p : model.named_parameters()) tensors.emplace_back("model." + p.name, *p.tensor);
   for (const auto& b : model.named_buffers()) tensors.emplace_back("model." + b.name, *b.tensor);
@@ -45,6 +45,7 @@ FileDigest save_train_state(const std::string& path, const SegmentationModule& m
       {"amp", cfg.TRAIN.amp + "/" + cfg.TRAIN.amp_dtype},
       {"accum_steps", std::to_string(cfg.TRAIN.accum_steps)},
       {"sub_batches", std::to_string(sub_batches)},
+      {"ranks", std::to_string(ranks)},
       {"loss_scale", format_double(s.scale)},  // exact: a static scale like 0.3 must come back as 0.3
       {"loss_scale_clean_steps", std::to_string(s.clean_steps)},
       {"loss_scale_skipped", std::to_string(s.skipped_total)},

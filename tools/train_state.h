@@ -9,6 +9,9 @@
 //   checkpoint_set  the files this save committed, with sizes and hashes
 //   best_miou     best validation mIoU so far (-1: none), so a resumed run keeps the right *_best
 //   loss_scale, loss_scale_clean_steps, loss_scale_skipped, rng_seed, rng_streams
+//   sub_batches   of each loader iteration: ranks x TRAIN.sub_batches_per_rank
+//   ranks         the ranks (MPI processes or GPUs) that trained it; with TRAIN.sync_bn (in config)
+//                 BatchNorm's statistics span that many sub-batches (tools/resume_check.h)
 //   arch_encoder, arch_decoder, num_class, amp, accum_steps   (format 1's checks, kept for old readers)
 #pragma once
 
@@ -37,9 +40,10 @@ struct TrainStateMeta {
 
 FileDigest save_train_state(const std::string& path, const SegmentationModule& model, SGD& encoder, SGD& decoder,
                             const LossScaler& scaler, int64_t step, const Config& cfg, double best_miou,
-                            const CheckpointSet& set, int64_t sub_batches = 1);
+                            const CheckpointSet& set, int64_t sub_batches = 1, int64_t ranks = 1);
 // sub_batches: of each loader iteration, ranks x TRAIN.sub_batches_per_rank (what the data order
-// depends on besides the config; a resume must use the same number, on any number of ranks).
+// depends on besides the config; a resume must use the same number, on any number of ranks unless
+// SyncBN ties the run to its number of ranks). ranks: comm.size() of the run.
 
 // Reads the file; Error(usage) when it does not exist (resume of a run that never saved), Error(data)
 // when it is not a train state.

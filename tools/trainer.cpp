@@ -247,7 +247,7 @@ TrainSummary train_rank(const Config& cfg, const CommonFlags& flags, const Train
     const std::string state_path = train_state_path(cfg.DIR);
     const SafetensorsFile state = read_train_state(state_path);
     const TrainStateMeta meta = train_state_meta(state, state_path);
-    check_resume_differences(resume_differences(meta, cfg, sub_batches), opt.force, state_path);
+    check_resume_differences(resume_differences(meta, cfg, sub_batches, ranks), opt.force, state_path);
     restore_train_state(state, state_path, *model, opt_pair.encoder, opt_pair.decoder, scaler);
     start_step = meta.step;
     summary.best_miou = meta.best_miou;
@@ -357,7 +357,7 @@ TrainSummary train_rank(const Config& cfg, const CommonFlags& flags, const Train
     saving(step, [&] {  // a no-op on ranks other than 0
       set.files["history.json"] = history.save(cfg.DIR);
       save_train_state(train_state_path(cfg.DIR), *model, opt_pair.encoder, opt_pair.decoder, scaler, step, cfg,
-                       summary.best_miou, set, sub_batches);
+                       summary.best_miou, set, sub_batches, ranks);
     });
     committed_step = step;
     uncommitted.clear();
