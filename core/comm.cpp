@@ -49,6 +49,12 @@ std::string Communicator::broadcast_string(const std::string& s, int root) {
   return out;
 }
 
+std::vector<std::string> Communicator::allgather_string(const std::string& s) {
+  std::vector<std::string> out(static_cast<size_t>(size()));
+  for (int r = 0; r < size(); ++r) out[static_cast<size_t>(r)] = broadcast_string(s, r);
+  return out;
+}
+
 std::unique_ptr<Communicator> make_single_process_communicator() { return std::make_unique<SingleProcess>(); }
 
 bool built_with_mpi() {

@@ -77,6 +77,9 @@ class Communicator {
   virtual void abort(int exit_code) { (void)exit_code; }
 
   std::string broadcast_string(const std::string& s, int root);
+  // Every rank's string, in rank order (a broadcast from each rank in turn: for short texts such as
+  // the start-up line's hosts and devices, or predict's per-image lines, not for bulk data).
+  std::vector<std::string> allgather_string(const std::string& s);
   bool is_root() const { return rank() == 0; }
 };
 

@@ -61,6 +61,47 @@ std::vector<std::string> collect_images(const std::string& path) {
 }
 
 std::string stem(const std::string& path) { return std::filesystem::path(path).stem().string(); }
+
+// Predicts one image, writes its files into `out`, and returns the lines test.py prints for it.
+std::string predict_image(SegmentationModule& model, const data::EvalSample& sample, const AmpConfig& amp,
+                          const ClassTable& classes, const std::string& out, bool npy) {
+  const int64_t K = static_cast<int64_t>(classes.names.size());
+  const Tensor probs_dev = multiscale_probabilities(model, sample, amp);  // [H, W, K] on the device
+  const Tensor pred = ops::argmax_channels(probs_dev).to(Device::cpu());  // i32 [H, W]
+  const Tensor probs = npy ? probs_dev.to(Device::cpu()) : Tensor();
+  const int H = static_cast<int>(pred.size(0)), W = static_cast<int>(pred.size(1));
+  const int32_t* p = pred.data<int32_t>();
+  data::Image labels(W, H, 1), color(W, H, 3);
+  std::vector<int64_t> counts(static_cast<size_t>(K), 0);
+  for (int64_t i = 0; i < pred.numel(); ++i) {
+    labels.pixels[i] = static_cast<uint8_t>(std::min<int32_t>(p[i] + 1, 255));
+    const data::Rgb c = classes.palette[static_cast<size_t>(p[i])];
+    color.pixels[i * 3] = c.r, color.pixels[i * 3 + 1] = c.g, color.pixels[i * 3 + 2] = c.b;
+    ++counts[static_cast<size_t>(p[i])];
+  }
+  const data::Image img = data::tensor_to_image(sample.img_ori);
+  data::Image panel(2 * W, H, 3);
+  data::paste(panel, img, 0, 0);
+  data::paste(panel, color, W, 0);
+  const std::string base = out + "/" + stem(sample.info);
+  data::save_png(base + ".png", panel);
+  data::save_png(base + "_labels.png", labels);
+  // NCHW for other tools: [H, W, K] -> [1, K, H, W].
+  if (npy) write_npy(base + "_probs.npy", probs.permute({2, 0, 1}).contiguous().view({1, K, H, W}));
+  std::string text = "Predictions in [" + sample.info + "]:\n";
+  std::vector<int64_t> order(static_cast<size_t>(K));
+  for (int64_t k = 0; k < K; ++k) order[k] = k;
+  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return counts[a] > counts[b]; });
+  for (int64_t k : order) {
+    const double ratio = 100.0 * static_cast<double>(counts[k]) / static_cast<double>(pred.numel());
+    if (ratio > 0.1) {
+      char percent[32];
+      std::snprintf(percent, sizeof percent, "%.2f%%", ratio);
+      text += "  " + classes.names[k] + ": " + percent + "\n";
+    }
+  }
+  return text;
+}
 }  // namespace
 
 int cmd_predict(const Args& args) {
@@ -94,49 +135,34 @@ int cmd_predict(const Args& args) {
   if (out.empty()) out = cfg.TEST.result;
   make_dirs(out);
   // Under mpirun rank r predicts images r, r + size, ... (each writes its own files); only rank 0
-  // prints what it loaded (every rank loads the same files).
+  // prints: what it loaded (every rank loads the same files), and every image's lines, gathered
+  // round by round (round k: images k*size .. k*size + size-1, one per rank) so they come in the
+  // list's order, as one process prints them.
   Communicator& comm = world();
   auto model = load_model_for_inference(cfg, choice, cfg.TEST.checkpoint, comm.rank() != 0, device);
   const ClassTable classes = load_class_table(cfg);
   const AmpConfig amp = amp_config(cfg);
   data::TestDataset dataset(dataset_options(cfg, f), paths);
   data::EvalLoader loader(dataset, comm.rank(), comm.size());
-  const int64_t K = static_cast<int64_t>(classes.names.size());
-  while (std::optional<data::EvalSample> sample = loader.next()) {
-    const Tensor probs_dev = multiscale_probabilities(*model, *sample, amp);  // [H, W, K] on the device
-    const Tensor pred = ops::argmax_channels(probs_dev).to(Device::cpu());   // i32 [H, W]
-    const Tensor probs = npy ? probs_dev.to(Device::cpu()) : Tensor();
-    const int H = static_cast<int>(pred.size(0)), W = static_cast<int>(pred.size(1));
-    const int32_t* p = pred.data<int32_t>();
-    data::Image labels(W, H, 1), color(W, H, 3);
-    std::vector<int64_t> counts(static_cast<size_t>(K), 0);
-    for (int64_t i = 0; i < pred.numel(); ++i) {
-      labels.pixels[i] = static_cast<uint8_t>(std::min<int32_t>(p[i] + 1, 255));
-      const data::Rgb c = classes.palette[static_cast<size_t>(p[i])];
-      color.pixels[i * 3] = c.r, color.pixels[i * 3 + 1] = c.g, color.pixels[i * 3 + 2] = c.b;
-      ++counts[static_cast<size_t>(p[i])];
-    }
-    const data::Image img = data::tensor_to_image(sample->img_ori);
-    data::Image panel(2 * W, H, 3);
-    data::paste(panel, img, 0, 0);
-    data::paste(panel, color, W, 0);
-    const std::string base = out + "/" + stem(sample->info);
-    data::save_png(base + ".png", panel);
-    data::save_png(base + "_labels.png", labels);
-    // NCHW for other tools: [H, W, K] -> [1, K, H, W].
-    if (npy) write_npy(base + "_probs.npy", probs.permute({2, 0, 1}).contiguous().view({1, K, H, W}));
-    std::printf("Predictions in [%s]:\n", sample->info.c_str());
-    std::vector<int64_t> order(static_cast<size_t>(K));
-    for (int64_t k = 0; k < K; ++k) order[k] = k;
-    std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return counts[a] > counts[b]; });
-    for (int64_t k : order) {
-      const double ratio = 100.0 * static_cast<double>(counts[k]) / static_cast<double>(pred.numel());
-      if (ratio > 0.1) std::printf("  %s: %.2f%%\n", classes.names[k].c_str(), ratio);
+  const int64_t ranks = comm.size(), rounds = (static_cast<int64_t>(paths.size()) + ranks - 1) / ranks;
+  for (int64_t round = 0; round < rounds; ++round) {
+    // A rank whose images are done (fewer in its share, or unreadable ones skipped) sends nothing.
+    std::optional<data::EvalSample> sample = loader.next();
+    const std::string text = sample ? predict_image(*model, *sample, amp, classes, out, npy) : std::string();
+    if (ranks == 1) std::fputs(text.c_str(), stdout);
+    else {
+      const std::vector<std::string> texts = comm.allgather_string(text);
+      if (comm.rank() == 0)
+        for (const std::string& t : texts) std::fputs(t.c_str(), stdout);
     }
   }
-  if (loader.skipped() > 0) std::printf("skipped %lld unreadable image(s)\n", static_cast<long long>(loader.skipped()));
+  double skipped = static_cast<double>(loader.skipped());
+  comm.allreduce_sum(&skipped, 1);
   comm.barrier();  // every rank's files are written
-  if (comm.rank() == 0) std::printf("results in %s\n", out.c_str());
+  if (comm.rank() == 0) {
+    if (skipped > 0) std::printf("skipped %lld unreadable image(s)\n", static_cast<long long>(skipped));
+    std::printf("results in %s\n", out.c_str());
+  }
   return 0;
 }
 

@@ -173,6 +173,13 @@ Error save_failed(const Error& e, int64_t step, int64_t committed_step, const st
 
 namespace {
 
+// This machine's name, for the start-up line's list of ranks ("?" if the system will not say).
+std::string host_name() {
+  char name[256] = {};
+  if (::gethostname(name, sizeof name - 1) != 0 || name[0] == '\0') return "?";
+  return name;
+}
+
 // One rank's training: every rank runs this (a process under mpirun, a thread per GPU with
 // --gpus 0-1); rank 0 alone prints and writes files.
 TrainSummary train_rank(const Config& cfg, const CommonFlags& flags, const TrainRunOptions& opt_in, Communicator& comm,
@@ -316,6 +323,11 @@ TrainSummary train_rank(const Config& cfg, const CommonFlags& flags, const Train
                   static_cast<long long>(st.buckets), cfg.TRAIN.bucket_mb,
                   cfg.TRAIN.sync_bn ? "synchronised over the ranks (TRAIN.sync_bn)" : "per rank (TRAIN.sync_bn false)");
     say(line);
+    // Where every rank runs (describe() names rank 0's only): "ranks: 0 on a (cpu), 1 on b (cpu)".
+    const std::vector<std::string> places = comm.allgather_string(host_name() + " (" + device.str() + ")");
+    std::string where = "ranks:";
+    for (size_t r = 0; r < places.size(); ++r) where += (r ? ", " : " ") + std::to_string(r) + " on " + places[r];
+    say(where);
   } else if (per_rank > 1) {
     say("one process runs " + std::to_string(per_rank) + " sub-batches of " + std::to_string(cfg.TRAIN.batch_size_per_gpu) +
         " images per step (TRAIN.sub_batches_per_rank), BatchNorm per sub-batch");
