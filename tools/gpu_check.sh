@@ -43,8 +43,8 @@
 #     --stages RE    run only the stages whose name matches (probe always runs), e.g. to rerun
 #                    '^lab_' in a second call
 #     --carry DIR    the folder gpu_prepare.sh filled (default gpu-carry)
-# Exit status: 0 every stage that ran passed, 1 a stage failed or timed out, 2 usage or no carry
-# folder, 4 no GPU (the probe failed; nothing else runs).
+# Exit status: 0 every stage that ran passed, 1 a stage failed or timed out (or the probe, for a
+# library or glibc reason; nothing else runs then), 2 usage or no carry folder, 4 no GPU.
 # The stage functions below run through `stage` (bash -c with exported functions): SC2317 is wrong.
 # shellcheck disable=SC2317
 set -u
@@ -58,7 +58,7 @@ while [ $# -gt 0 ]; do
     --budget) budget="${2:-}"; shift 2 ;;
     --stages) only="${2:-}"; shift 2 ;;
     --carry) carry="${2:-}"; shift 2 ;;
-    -h|--help) sed -n '2,/^# folder, 4/p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,/^# library or glibc reason/p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "gpu_check.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -136,7 +136,7 @@ stage() {
   fi
   # bash -c: COMMAND may be one of the exported functions. stdbuf: line-buffered output, so a stage
   # killed at its limit keeps every line it printed.
-  timeout -k 5 "$limit" stdbuf -oL -eL bash -c '"$@"' _ "$@" >"$logs/$name.log" 2>&1 || rc=$?
+  timeout -k 5 "$limit" stdbuf -oL -eL bash -c '"$@"' _ "$@" </dev/null >"$logs/$name.log" 2>&1 || rc=$?
   local secs=$((SECONDS - t0)) status
   case $rc in
     0) status=ok ;;
@@ -234,9 +234,9 @@ else
   stage probe 20 probe
   probe_rc=$?
 fi
-no_gpu=0
+probe_failed=0
 if [ $dry = 0 ] && [ "${probe_rc:-0}" != 0 ]; then
-  no_gpu=1
+  probe_failed=1
   echo "[gpu_check] the probe failed (rc $probe_rc): nothing else runs. Its log:"
   sed 's/^/  /' "$logs/probe.log" | tail -20
 else
@@ -268,7 +268,8 @@ log() { cat "$logs/$1.log" 2>/dev/null; }
 result_of() {
   local n=$1
   case $n in
-    probe) if [ $dry = 1 ]; then grep -m1 "CUDA backend" "$logs/probe.log" | sed 's/^ *//'
+    probe) if grep -q "^PROBE: " "$logs/probe.log"; then grep -m1 "^PROBE: " "$logs/probe.log" | cut -c8-
+           elif [ $dry = 1 ]; then grep -m1 "CUDA backend" "$logs/probe.log" | sed 's/^ *//'
            else sed -n '/^== nvidia-smi/{n;p;}' "$logs/probe.log" | head -1; fi ;;
     allreduce) log allreduce | sed -n 's/^lab_allreduce: //p' | tail -1 ;;
     bench_*) log "$n" | awk '/^per step:/ { for (i = 1; i <= NF; ++i) { if ($i == "total") t = $(i + 1); if ($i == "images/s") r = $(i - 1) } }
@@ -347,7 +348,7 @@ join_estimates
 {
   echo
   echo "=== gpu_check $(date -u '+%Y-%m-%d %H:%M UTC'): $(sed -n 's/^commit: //p' "$carry/MANIFEST"), $((SECONDS - t_start)) s of the ${budget} s budget$([ $dry = 1 ] && echo ", DRY RUN: nothing measured")"
-  if [ $no_gpu = 0 ]; then
+  if [ $probe_failed = 0 ]; then
     compare_steps
     echo
     summarize_estimates
@@ -368,5 +369,6 @@ cp "$report" "$out/gpu_check_report.txt"
 tar -C "$scratch" -czf "$out/gpu_check_logs.tar.gz" gpu_check_logs 2>/dev/null
 rm -rf "$scratch"
 echo "gpu_check: report and logs in $out (gpu_check_report.txt, gpu_check_logs.tar.gz)"
-[ $no_gpu = 1 ] && exit 4
+# 4: no GPU; 1: the probe failed otherwise (glibc, a library), or a stage failed or timed out.
+[ $probe_failed = 1 ] && exit $((probe_rc == 4 ? 4 : 1))
 exit $failed
