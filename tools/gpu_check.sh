@@ -111,6 +111,8 @@ export -f ours
 # --- stages ----------------------------------------------------------------------------------------
 declare -a st_name st_status st_secs st_limit
 failed=0
+linebuf=(stdbuf -oL -eL)
+command -v stdbuf >/dev/null 2>&1 || linebuf=()
 left() { echo $((budget - (SECONDS - t_start) - reserve)); }
 record() { st_name+=("$1") st_status+=("$2") st_secs+=("$3") st_limit+=("$4"); }
 
@@ -136,7 +138,7 @@ stage() {
   fi
   # bash -c: COMMAND may be one of the exported functions. stdbuf: line-buffered output, so a stage
   # killed at its limit keeps every line it printed.
-  timeout -k 5 "$limit" stdbuf -oL -eL bash -c '"$@"' _ "$@" </dev/null >"$logs/$name.log" 2>&1 || rc=$?
+  timeout -k 5 "$limit" "${linebuf[@]}" bash -c '"$@"' _ "$@" </dev/null >"$logs/$name.log" 2>&1 || rc=$?
   local secs=$((SECONDS - t0)) status
   case $rc in
     0) status=ok ;;
