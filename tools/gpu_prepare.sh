@@ -4,8 +4,8 @@
 # its 16 cores). Then prints the exact device call. Steps:
 #   1. build-gpu/: the CUDA configuration CI builds (.ci/run, cuda_backend_build) for sm_90 only,
 #      without MPI (no mpirun there; libmpi would drag in OpenMPI's run-time plugins): segtrain,
-#      lab_tc, lab_allreduce and every gpu-labelled suite, niced. The first build takes 1-2 hours
-#      on 2 shared cores (nvcc).
+#      lab_tc, lab_allreduce and every gpu-labelled suite, niced. The first build took about 35
+#      minutes on this project's 2 shared cores (nvcc of the kernels most of it).
 #   2. build/ (the default configuration, with the simulator): lab_tc_sim's H200 roofline
 #      estimates on the shapes gpu_check.sh's lab_small stage then times on the GPU (the `# run:`
 #      lines of gpu-carry/lab_estimates.txt are that list: this script is its one source).
@@ -20,7 +20,7 @@
 #   tools/gpu_prepare.sh [--skip-build] [--skip-estimates]
 #     --skip-build       use build-gpu/ as it is (no configure, no build)
 #     --skip-estimates   keep gpu-carry/lab_estimates.txt from an earlier run (the simulator's
-#                        estimates take about 10 minutes on 2 cores)
+#                        estimates took 5-7.5 minutes on 2 shared cores)
 #   SEG_JOBS (default 2) parallel compile jobs; SEG_SIM_BUILD_DIR (default build) the simulator build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -55,7 +55,7 @@ suites=$(cmake --build "$gpu_build" --target help | sed -n 's/^\.\.\. \(test_[a-
 # shellcheck disable=SC2206
 targets=(segtrain lab_tc lab_allreduce $suites)
 if [ $skip_build = 0 ]; then
-  say "building ${targets[*]} ($jobs jobs, nice; hours the first time on 2 cores)"
+  say "building ${targets[*]} ($jobs jobs, nice; about 35 minutes the first time on 2 cores)"
   nice -n 10 cmake --build "$gpu_build" -j "$jobs" --target "${targets[@]}" >"$gpu_build.build.log" 2>&1 \
     || { tail -40 "$gpu_build.build.log"; echo "gpu_prepare.sh: the build failed; full log: $gpu_build.build.log" >&2; exit 1; }
 fi
