@@ -12,7 +12,11 @@
 //
 //   lab_tc gemm [version] [--size M N K] [--shapes ci|square]           (default: ci in the simulator, square on a GPU)
 //   lab_tc conv [version] [--model mobilenet|resnet50|ci] [--dir fwd|bwd-data|bwd-weight] [--layer TEXT]
-//   common: [--reps R] [--warmup W] [--no-cold] [--emit-auto-table]
+//   common: [--reps R] [--warmup W] [--no-cold] [--emit-auto-table] [--slow-cap GFLOP]
+// --slow-cap G: the SIMT versions (GEMM v1 naive and v2 shared-memory tiling, conv v1 naive) run
+// only on shapes of at most G GFLOP; above it they are neither validated nor timed and their row
+// says so. On a GPU they are 10-100x slower than the tensor-core versions, and timing them warm
+// and cold on every large shape would take most of a one-call GPU check (tools/gpu_check.sh).
 // lab_tc_sim is the simulated build (CI runs `lab_tc_sim gemm` and `lab_tc_sim conv`); lab_tc the
 // nvcc build, run by tools/gpu_check.sh. Exit status 1 if any validation fails.
 #include <cuda_runtime.h>
@@ -107,6 +111,7 @@ struct Options {
   int version = 0;
   int reps = 20, warmup = 5;
   bool cold = true, emit_auto = false;
+  double slow_cap_gflop = -1;  // --slow-cap; negative: no cap
   std::string shapes, model, dir, layer;
   std::vector<int> size;
 };
@@ -197,14 +202,20 @@ struct Row {
   double warm_ms, cold_ms;
 };
 
-// One shape, every selected version: validate, time, validate again, print.
+// One shape, every selected version: validate, time, validate again, print. Versions 1..last_simt
+// are the family's SIMT versions (no tensor cores), which --slow-cap keeps to small shapes.
 template <class Run, class Out>
-void bench_shape(const Options& o, const std::vector<lab::Version>& versions, double flops, Out& out,
+void bench_shape(const Options& o, const std::vector<lab::Version>& versions, int last_simt, double flops, Out& out,
                  const std::vector<float>& want, double lib_atol, Run run, std::vector<Row>& rows) {
   double lib_ms = 0;
   for (const auto& v : versions) {
     if (o.version && v.id != o.version && !(v.library && !kSimulated)) continue;
     if (kSimulated && v.id == 1 && flops > 2e9) continue;  // the naive versions only on small shapes
+    if (!v.library && v.id <= last_simt && o.slow_cap_gflop >= 0 && flops > o.slow_cap_gflop * 1e9) {
+      std::printf("  v%d %-18s skipped: %.3g GFLOP is above --slow-cap %g (a SIMT version)\n", v.id, v.name, flops / 1e9,
+                  o.slow_cap_gflop);
+      continue;
+    }
     out.poison();
     reset_counters();
     if (!run(v.id)) {
@@ -263,7 +274,7 @@ void run_gemm(const Options& o) {
     const double flops = 2.0 * M * N * K;
     std::printf("%d x %d x %d  (%.1f GFLOP)\n", M, N, K, flops / 1e9);
     std::vector<Row> rows;
-    bench_shape(o, lab::gemm_versions(), flops, dC, want, std::ldexp(1.0, -8) * 4.0 * K,
+    bench_shape(o, lab::gemm_versions(), 2, flops, dC, want, std::ldexp(1.0, -8) * 4.0 * K,
                 [&](int id) { return lab::run_gemm_version(id, p, nullptr); }, rows);
   }
 }
@@ -416,7 +427,7 @@ void run_conv(const Options& o) {
                   (long long)s.KH, (long long)s.KW, (long long)s.stride_h, (long long)s.dil_h, flops / 1e9);
       std::vector<Row> rows;
       const double reduction = d == ConvDir::backward_weight ? s.N * s.Ho() * s.Wo() : depth;
-      bench_shape(o, lab::conv_versions(), flops, out, want, std::ldexp(1.0, -8) * 4.0 * reduction,
+      bench_shape(o, lab::conv_versions(), 1, flops, out, want, std::ldexp(1.0, -8) * 4.0 * reduction,
                   [&](int id) { return lab::run_conv_version(id, p, nullptr); }, rows);
       double own = 0, lib = 0;
       for (const Row& r : rows) {
@@ -453,7 +464,7 @@ void run_conv(const Options& o) {
   std::fprintf(stderr,
                "usage: lab_tc gemm [version] [--size M N K] [--shapes ci|square]\n"
                "       lab_tc conv [version] [--model ci|mobilenet|resnet50] [--dir fwd|bwd-data|bwd-weight] [--layer TEXT]\n"
-               "       common: [--reps R] [--warmup W] [--no-cold] [--emit-auto-table]\n");
+               "       common: [--reps R] [--warmup W] [--no-cold] [--emit-auto-table] [--slow-cap GFLOP]\n");
   std::exit(2);
 }
 
@@ -473,6 +484,15 @@ int main(int argc, char** argv) {
     else if (a == "--warmup") o.warmup = std::atoi(next().c_str());
     else if (a == "--no-cold") o.cold = false;
     else if (a == "--emit-auto-table") o.emit_auto = true;
+    else if (a == "--slow-cap") {
+      const std::string v = next();
+      char* end = nullptr;
+      o.slow_cap_gflop = std::strtod(v.c_str(), &end);
+      if (v.empty() || *end != '\0' || !(o.slow_cap_gflop >= 0)) {
+        std::fprintf(stderr, "lab_tc: --slow-cap takes GFLOP, a number >= 0, not '%s'\n", v.c_str());
+        std::exit(2);
+      }
+    }
     else if (a == "--shapes") o.shapes = next();
     else if (a == "--model") o.model = next();
     else if (a == "--dir") o.dir = next();
