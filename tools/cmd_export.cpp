@@ -110,7 +110,7 @@ int cmd_export(const Args& args) {
     throw Error(ErrorKind::usage, str("--opset ", opset, " is not supported: use 13 to 17")).hint("the default is 17");
   check_output_path(onnx_path);
 #ifndef SEG_WITH_ONNX
-  (void)dynamic_batch, (void)half, (void)fold_bn;
+  (void)dynamic_batch, (void)half, (void)fold_bn, (void)height, (void)width;
   throw Error(ErrorKind::usage, "this segtrain was built without ONNX support")
       .hint("install Debian's libonnx-dev (tools/install-deps.sh does) and rebuild");
 #else
