@@ -62,6 +62,29 @@ TEST_CASE("stream races: a missing cudaStreamWaitEvent is reported with both lau
   CHECK(seg::sim::last_stream_race_report() == report);
 }
 
+TEST_CASE("stream races: a cudaMemcpy2DAsync touches its rows, not the pitch padding between them") {
+  const int rows = 4, width = 6, pitch = 8;  // floats
+  DeviceBuffer<float> src(rows * width), dst(rows * pitch);
+  Streams st;
+  const uint64_t before = seg::sim::stream_race_count();
+  auto copy = [&] {
+    REQUIRE(cudaMemcpy2DAsync(dst.get(), pitch * sizeof(float), src.get(), width * sizeof(float),
+                              width * sizeof(float), rows, cudaMemcpyDeviceToDevice, st.a) == cudaSuccess);
+  };
+  copy();
+  ks::fill(dst.get() + width, pitch - width, 7.0f, st.b);  // row 0's padding, unordered with the copy
+  CHECK(race_after_sync() == "");
+  CHECK(seg::sim::stream_race_count() == before);
+  copy();
+  ks::fill(dst.get() + pitch + width - 1, 1, 7.0f, st.b);  // the last copied float of row 1
+  const std::string report = race_after_sync();
+  INFO(report);
+  CHECK(seg::sim::stream_race_count() == before + 1);
+  CHECK(contains(report, "cudaMemcpy2DAsync (device to device, 96 bytes) called from"));
+  CHECK(contains(report, "kernel fill_kernel launched at tests/sim/streams.cu:"));
+  CHECK(contains(report, "memory: bytes [52, 56) of the 128-byte device allocation at"));
+}
+
 TEST_CASE("stream races: what CUDA orders is not a race") {
   const int n = 128;
   DeviceBuffer<float> x(n), y(n);
