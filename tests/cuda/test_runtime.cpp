@@ -10,6 +10,7 @@
 #include "core/dispatch.h"
 #include "core/profiler.h"
 #include "core/stream.h"
+#include "kernels/cuda/elementwise.h"
 #include "kernels/cuda/launch_error.h"
 #include "layers/batchnorm.h"
 #include "layers/conv2d.h"
@@ -172,6 +173,39 @@ TEST_CASE("poison mode: a freed block comes back as NaN bytes, so a read of stal
   const Tensor again = Tensor::empty({777}, DType::f32, cuda0());
   REQUIRE(again.data_ptr() == first);  // the same block, from the cache
   for (float v : again.to_vector<float>()) CHECK(std::isnan(v));
+}
+
+// The planted bug of issue 13 that the simulator's pointer checks cannot see: a kernel reads a tensor's
+// block through a pointer kept after the tensor was freed. The caching allocator never cudaFree's the
+// block, so it is live memory to the simulator and the kernel runs without a fault. Without poisoning
+// the block still holds the freed tensor's values and the result looks right (the bug hides until the
+// block is handed out again); with SEG_CUDA_POISON_FREED the read returns NaN and the results show it.
+namespace {
+std::vector<float> scale_stale_block(bool poison) {
+  const bool before = cuda_poison_freed();
+  set_cuda_poison_freed(poison);
+  const int64_t n = 1000;
+  Tensor y = Tensor::empty({n}, DType::f32, cuda0());  // allocated first, so it cannot take x's block
+  const float* stale = nullptr;
+  {
+    const Tensor x = Tensor::full({n}, 1.5, DType::f32, cuda0());
+    stale = static_cast<const float*>(x.data_ptr());
+  }  // BUG: x is freed here, its block goes back to the allocator's cache
+  cuda::scale<float>(stale, 2.0, static_cast<float*>(y.data_ptr()), n, current_stream(cuda0()));
+  std::vector<float> out = y.to_vector<float>();
+  set_cuda_poison_freed(before);
+  return out;
+}
+}  // namespace
+
+TEST_CASE("planted bug: a use after free through the caching allocator shows as NaN only in poison mode") {
+  const std::vector<double> want(1000, 3.0);
+  // Poison off: no fault, and every element equals the freed tensor's value times 2: undetectable.
+  CHECK(test::compare(scale_stale_block(false), want, test::Tolerance{0, 0}).mismatches == 0);
+  // Poison on (the sim suites' setting): every element is NaN, a mismatch for the comparison helper.
+  const std::vector<float> poisoned = scale_stale_block(true);
+  CHECK(test::compare(poisoned, want, test::Tolerance{0, 0}).mismatches == 1000);
+  for (float v : poisoned) CHECK(std::isnan(v));
 }
 
 TEST_CASE("out of device memory names the op, the request and what is in use, and suggests what to do") {

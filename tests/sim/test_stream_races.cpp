@@ -62,6 +62,33 @@ TEST_CASE("stream races: a missing cudaStreamWaitEvent is reported with both lau
   CHECK(seg::sim::last_stream_race_report() == report);
 }
 
+// Copies and memsets record exactly the bytes they touch in every build (kernels only where kernel
+// code is instrumented), so the other side here is a memset.
+TEST_CASE("stream races: a cudaMemcpy2DAsync touches its rows, not the pitch padding between them") {
+  const int rows = 4, width = 6, pitch = 8;  // floats
+  DeviceBuffer<float> src(rows * width), dst(rows * pitch);
+  Streams st;
+  const uint64_t before = seg::sim::stream_race_count();
+  auto copy = [&] {
+    REQUIRE(cudaMemcpy2DAsync(dst.get(), pitch * sizeof(float), src.get(), width * sizeof(float),
+                              width * sizeof(float), rows, cudaMemcpyDeviceToDevice, st.a) == cudaSuccess);
+  };
+  copy();
+  // every row's padding (floats 6 and 7 of each row), unordered with the copy
+  REQUIRE(cudaMemset2DAsync(dst.get() + width, pitch * sizeof(float), 0, (pitch - width) * sizeof(float), rows,
+                            st.b) == cudaSuccess);
+  CHECK(race_after_sync() == "");
+  CHECK(seg::sim::stream_race_count() == before);
+  copy();
+  REQUIRE(cudaMemsetAsync(dst.get() + pitch + width - 1, 0, sizeof(float), st.b) == cudaSuccess);  // row 1's last copied float
+  const std::string report = race_after_sync();
+  INFO(report);
+  CHECK(seg::sim::stream_race_count() == before + 1);
+  CHECK(contains(report, "cudaMemcpy2DAsync (device to device, 96 bytes) called from"));
+  CHECK(contains(report, "cudaMemsetAsync (4 bytes) called from"));
+  CHECK(contains(report, "memory: bytes [52, 56) of the 128-byte device allocation at"));
+}
+
 TEST_CASE("stream races: what CUDA orders is not a race") {
   const int n = 128;
   DeviceBuffer<float> x(n), y(n);

@@ -153,6 +153,40 @@ TEST_CASE("streams: cudaMemcpyAsync stages pageable sources at the call, pinned 
   cudaStreamDestroy(s);
 }
 
+TEST_CASE("streams: cudaMemcpy2DAsync copies pitched rows in stream order and leaves the pitch padding alone") {
+  // 5 rows of 6 floats, from pinned memory with a pitch of 10 floats into device memory with a pitch of 8.
+  const int rows = 5, width = 6, spitch = 10, dpitch = 8;
+  PinnedBuffer<float> src(rows * spitch);
+  for (int i = 0; i < rows * spitch; ++i) src[i] = static_cast<float>(i);
+  DeviceBuffer<float> d(rows * dpitch);
+  d.upload(std::vector<float>(d.size(), -1.0f));
+  cudaStream_t s;
+  REQUIRE(cudaStreamCreate(&s) == cudaSuccess);
+  ks::add_one(d.get(), rows * dpitch, s);  // queued before the copy: the copy overwrites its rows after it
+  REQUIRE(cudaMemcpy2DAsync(d.get(), dpitch * sizeof(float), src.get(), spitch * sizeof(float), width * sizeof(float),
+                            rows, cudaMemcpyHostToDevice, s) == cudaSuccess);
+  src[spitch + 1] = 100.0f;  // pinned: read when the copy runs, so a write before the sync is seen (a bug on a GPU)
+  REQUIRE(cudaStreamSynchronize(s) == cudaSuccess);
+  std::vector<float> want(d.size());
+  for (int r = 0; r < rows; ++r)
+    for (int c = 0; c < dpitch; ++c) want[r * dpitch + c] = c < width ? static_cast<float>(r * spitch + c) : 0.0f;
+  want[dpitch + 1] = 100.0f;
+  SEG_CHECK_CLOSE(d.download(), want, seg::test::Tolerance{});  // padding: -1 + 1 from add_one, never copied
+
+  // Device to pageable host: synchronous with the stream's earlier work, the rows in place at the return.
+  ks::add_one(d.get(), rows * dpitch, s);
+  std::vector<float> back(rows * spitch, -5.0f);
+  REQUIRE(cudaMemcpy2DAsync(back.data(), spitch * sizeof(float), d.get(), dpitch * sizeof(float), width * sizeof(float),
+                            rows, cudaMemcpyDeviceToHost, s) == cudaSuccess);
+  for (int r = 0; r < rows; ++r)
+    for (int c = 0; c < spitch; ++c) {
+      const float expected = c < width ? want[r * dpitch + c] + 1.0f : -5.0f;
+      CHECK(back[r * spitch + c] == expected);
+    }
+  CHECK(cudaMemcpy2DAsync(d.get(), 4, src.get(), 8, 8, 2, cudaMemcpyHostToDevice, s) == cudaErrorInvalidValue);
+  cudaStreamDestroy(s);
+}
+
 TEST_CASE("streams: event times follow stream order") {
   const int n = 1 << 14;
   DeviceBuffer<float> x(n), y(n);
