@@ -17,8 +17,11 @@
 //  * cost: callgrind instruction counts of lab_winograd on ResNet50's layer3 (3x3, 256 channels,
 //    dilation 2, 16x16, all three passes): implicit GEMM 264M, F(2x2) 151M, F(4x4) 143M.
 //  * small channel counts: the transforms cost per channel what the GEMMs cost per channel pair, so
-//    with few channels Winograd cannot win; the cut at 32 (GEMM depth and outputs) is a choice, not a
-//    measurement. The 3x3 stride-1 dense layers of ResNet50dilated, PPM and C1 have >= 40 channels.
+//    with few channels Winograd cannot win. The cut at 32 (GEMM depth and outputs) is the measured
+//    crossover: `lab_winograd time --channels 16,24,32,...` (docs/performance.md, "The cut at 32
+//    channels, measured"): below 32 the implicit GEMM is as fast or faster in the forward and
+//    backward-data passes on AVX2 and AVX-512; from 32 F(2x2) wins or breaks even in every pass.
+//    The 3x3 stride-1 dense layers of ResNet50dilated, PPM and C1 have >= 40 channels.
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>

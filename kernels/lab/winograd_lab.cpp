@@ -13,7 +13,9 @@
 //           "effective" GFLOP/s, so the columns compare directly).
 //
 // usage: build/bin/lab_winograd [error|time] [--size S] [--batch B] [--threads T] [--reps R]
-//                               [--layer SUBSTRING] [--algos gemm,winograd2,...]
+//                               [--layer SUBSTRING] [--algos gemm,winograd2,...] [--channels C1,C2,...]
+//   --channels replaces the model layers by square C -> C 3x3 layers at S/4, one per C: the sweep
+//   behind the dispatcher's smallest channel count for Winograd (kernels/cpu/conv2d_dispatch.cpp).
 //   --size is the input image's side: the stem layers run at S/2, layer1 at S/4, the rest at S/8
 //   (defaults: error: S=128 B=1; time: S=256 B=4, the bench's training shape). CPU seconds of the
 //   process: with --threads 1 they are stable on a shared machine, and only ratios within one run
@@ -129,7 +131,7 @@ std::vector<std::string> split(const std::string& s) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string mode = "error", filter, algos_arg = "gemm,winograd2,winograd4,winograd6";
+  std::string mode = "error", filter, algos_arg = "gemm,winograd2,winograd4,winograd6", channels_arg;
   int64_t size = -1, batch = -1;
   int threads = 1, reps = 0;
   for (int i = 1; i < argc; ++i) {
@@ -148,9 +150,10 @@ int main(int argc, char** argv) {
     else if (a == "--reps") reps = std::atoi(next().c_str());
     else if (a == "--layer") filter = next();
     else if (a == "--algos") algos_arg = next();
+    else if (a == "--channels") channels_arg = next();
     else {
       std::fprintf(stderr, "usage: lab_winograd [error|time] [--size S] [--batch B] [--threads T] [--reps R] "
-                           "[--layer SUBSTRING] [--algos gemm,winograd2,...]\n");
+                           "[--layer SUBSTRING] [--algos gemm,winograd2,...] [--channels C1,C2,...]\n");
       return 2;
     }
   }
@@ -167,8 +170,22 @@ int main(int argc, char** argv) {
   std::printf("%-46s %-16s", "layer (feature map)", "pass");
   for (const auto& a : algos) std::printf(" %20s", a.c_str());
   std::printf("\n");
+  std::vector<Layer> layers(std::begin(kLayers), std::end(kLayers));
+  std::vector<std::string> sweep_names;  // the Layer names point into these
+  if (!channels_arg.empty()) {
+    layers.clear();
+    for (const std::string& c : split(channels_arg)) sweep_names.push_back("sweep 3x3 " + c + "->" + c);
+    for (const std::string& name : sweep_names) {
+      const int64_t c = std::atoll(name.c_str() + name.rfind('>') + 1);
+      if (c < 1) {
+        std::fprintf(stderr, "lab_winograd: --channels wants positive channel counts, got '%s'\n", channels_arg.c_str());
+        return 2;
+      }
+      layers.push_back({name.c_str(), c, c, 4, 1, 1});
+    }
+  }
   double worst_ratio[7] = {};
-  for (const Layer& l : kLayers) {
+  for (const Layer& l : layers) {
     if (!filter.empty() && std::string(l.name).find(filter) == std::string::npos) continue;
     const ConvShape s = shape_of(l, size, batch);
     const Data d = make_data(s);
