@@ -54,13 +54,12 @@ instructions() {
 echo "lab_winograd --channels sweep: C -> C 3x3 stride 1 at $((size / 4))x$((size / 4)), batch $batch, 1 thread (callgrind, AVX2)"
 printf '%-6s %-16s %16s %16s %8s\n' C pass "implicit GEMM" "F(2x2)" ratio
 for c in ${channels//,/ }; do
-  read -r g0 g1 g2 <<<"$(instructions "$c" gemm)"
-  read -r w0 w1 w2 <<<"$(instructions "$c" winograd2)"
-  i=0
-  for pass in forward "backward data" "backward weight"; do
-    g=$(eval echo "\$g$i") w=$(eval echo "\$w$i")
-    printf '%-6s %-16s %16s %16s %8s\n' "$c" "$pass" "$g" "$w" "$(awk -v a="$w" -v b="$g" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }')"
-    i=$((i + 1))
+  read -r -a g <<<"$(instructions "$c" gemm)"
+  read -r -a w <<<"$(instructions "$c" winograd2)"
+  passes=(forward "backward data" "backward weight")
+  for i in 0 1 2; do
+    printf '%-6s %-16s %16s %16s %8s\n' "$c" "${passes[$i]}" "${g[$i]}" "${w[$i]}" \
+      "$(awk -v a="${w[$i]}" -v b="${g[$i]}" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }')"
   done
 done
 if [ "$timing" = 1 ]; then
