@@ -21,7 +21,8 @@ endif()
 option(SEG_CUDA "Build the CUDA backend with nvcc" ${_seg_cuda_default})
 option(SEG_SIM "Build the simulator variant of the CUDA kernels (g++ + kernels/sim) and its tests" ON)
 # NCCL: the GPU communicator (core/comm_nccl.cpp) of the CUDA build, for `train --gpus 0-3`.
-option(SEG_CUDNN "cuDNN baseline engine: not implemented yet (issue 15), no effect" ON)
+# cuDNN: the `cudnn` convolution engine of CUDA builds (kernels/cuda/engine_cudnn.h), found below.
+option(SEG_CUDNN "cuDNN convolution engine (--engine cudnn) of CUDA builds: cudnn.h at build time, libcudnn loaded at run time" ON)
 option(SEG_NCCL "NCCL between GPUs (core/comm_nccl.cpp; CUDA builds, libnccl)" ON)
 # MPI: on by default when an MPI compiler wrapper is installed (tools/install-deps.sh installs OpenMPI).
 find_program(SEG_MPICXX mpicxx)
