@@ -23,6 +23,8 @@ option(SEG_SIM "Build the simulator variant of the CUDA kernels (g++ + kernels/s
 # NCCL: the GPU communicator (core/comm_nccl.cpp) of the CUDA build, for `train --gpus 0-3`.
 # cuDNN: the `cudnn` convolution engine of CUDA builds (kernels/cuda/engine_cudnn.h), found below.
 option(SEG_CUDNN "cuDNN convolution engine (--engine cudnn) of CUDA builds: cudnn.h at build time, libcudnn loaded at run time" ON)
+# ptxas's per-kernel report (tools/ptxas_report.py): CI's CUDA stage turns it on.
+option(SEG_PTXAS_REPORT "Keep ptxas's registers, shared memory and spills of every kernels/cuda kernel in <build>/ptxas (CUDA builds)" OFF)
 option(SEG_NCCL "NCCL between GPUs (core/comm_nccl.cpp; CUDA builds, libnccl)" ON)
 # MPI: on by default when an MPI compiler wrapper is installed (tools/install-deps.sh installs OpenMPI).
 find_program(SEG_MPICXX mpicxx)
@@ -63,6 +65,13 @@ if(SEG_CUDA)
 else()
   set(SEG_CUDNN OFF CACHE BOOL "" FORCE)
   set(SEG_NCCL OFF CACHE BOOL "" FORCE)
+  set(SEG_PTXAS_REPORT OFF CACHE BOOL "" FORCE)
+endif()
+if(SEG_PTXAS_REPORT)
+  find_program(SEG_PYTHON3 python3)
+  if(NOT SEG_PYTHON3)
+    message(FATAL_ERROR "SEG_PTXAS_REPORT=ON runs tools/ptxas_report.py as the CUDA compiler launcher: install python3 or pass -DSEG_PTXAS_REPORT=OFF")
+  endif()
 endif()
 
 # cuDNN, for the `cudnn` engine (kernels/cuda/engine_cudnn.h): the header is needed to build it,
@@ -159,6 +168,9 @@ function(seg_print_summary)
   message(STATUS "  CUDA (nvcc)       : ${SEG_CUDA}  archs ${SEG_CUDA_ARCHITECTURES}  nvcc=${SEG_NVCC}")
   message(STATUS "  CUDA simulator    : ${SEG_SIM}  (CUDA headers: ${SEG_HAVE_CUDA_HEADERS})")
   message(STATUS "  cuDNN             : ${SEG_CUDNN_SUMMARY}")
+  if(SEG_PTXAS_REPORT)
+    message(STATUS "  ptxas report      : ON (${CMAKE_BINARY_DIR}/ptxas; tools/ptxas_report.py report)")
+  endif()
   if(SEG_CUDA AND SEG_NCCL)
     message(STATUS "  NCCL              : ON (CUDA build, libnccl: train --gpus 0-3)")
   else()
