@@ -171,12 +171,6 @@ void check_conv(const ConvCase& cc, bool integer, TcOptions opt, const std::vect
   }
 }
 
-std::vector<seg::test::CudaConfig> rr_and_random() {
-  const auto all = seg::test::cuda_configs();
-  if (seg::test::kSanitizerBuild) return {all.front()};
-  return {all.front(), all[2]};
-}
-
 // Small versions of the models' convolutions (the simulator runs every thread on the CPU).
 const ConvCase kCases[] = {
     {"1x1 16->24", shape(2, 5, 7, 16, 24, 1, 1, 0, 1)},
@@ -198,7 +192,7 @@ const ConvCase kCases[] = {
 TEST_CASE("conv2d_tc: every shape kind, f16 / bf16 / f32 (TF32), exact on integer inputs") {
   int i = 0;
   for (const ConvCase& c : kCases) {
-    check_conv<f16>(c, true, TcOptions{}, rr_and_random());
+    check_conv<f16>(c, true, TcOptions{}, seg::test::rr_and_random());
     if (seg::test::kSanitizerBuild && i++ % 3) continue;  // sanitizers: bf16 and f32 on every third shape
     check_conv<bf16>(c, true, TcOptions{}, seg::test::cuda_config_rr());
     check_conv<float>(c, true, TcOptions{}, seg::test::cuda_config_rr());
@@ -218,9 +212,9 @@ TEST_CASE("conv2d_tc: both tiles, forced split-K, every schedule") {
   for (const TcTile t : {TcTile::large, TcTile::small})
     for (const int split : {1, 3}) {
       if (seg::test::kSanitizerBuild && t == TcTile::large) continue;
-      check_conv<f16>(c, true, TcOptions{TcFamily::automatic, t, split}, rr_and_random());
+      check_conv<f16>(c, true, TcOptions{TcFamily::automatic, t, split}, seg::test::rr_and_random());
     }
-  const auto sweep = seg::test::kSanitizerBuild ? rr_and_random() : seg::test::cuda_configs();
+  const auto sweep = seg::test::kSanitizerBuild ? seg::test::rr_and_random() : seg::test::cuda_configs();
   check_conv<bf16>(kCases[5], true, TcOptions{TcFamily::automatic, TcTile::small, 2}, sweep);
   check_conv<float>(kCases[3], true, TcOptions{TcFamily::wmma, TcTile::small, 2}, sweep);
 }
