@@ -16,8 +16,7 @@
 //     (kernels/sim/counters.h), so a warp's 16-byte loads ask for 32 x 16 = 512 bytes, 16 sectors of
 //     32 bytes: 16 sectors per request, every byte of every sector used, is the ideal, and full
 //     tiles reach it. (Four sectors per request is the ideal of a warp's 4-byte loads, 128 bytes;
-//     for 16-byte loads it would count a quarter-warp, the unit in which the hardware processes a
-//     128-bit access, as a request, which the simulator and Nsight Compute do not.)
+//     for 16-byte loads 4 would be the count per quarter-warp, 8 lanes x 16 bytes, not per request.)
 #include <doctest/doctest.h>
 
 #include <string>
