@@ -20,11 +20,11 @@ else()
 endif()
 option(SEG_CUDA "Build the CUDA backend with nvcc" ${_seg_cuda_default})
 option(SEG_SIM "Build the simulator variant of the CUDA kernels (g++ + kernels/sim) and its tests" ON)
-# NCCL: the GPU communicator (core/comm_nccl.cpp) of the CUDA build, for `train --gpus 0-3`.
 # cuDNN: the `cudnn` convolution engine of CUDA builds (kernels/cuda/engine_cudnn.h), found below.
 option(SEG_CUDNN "cuDNN convolution engine (--engine cudnn) of CUDA builds: cudnn.h at build time, libcudnn loaded at run time" ON)
 # ptxas's per-kernel report (tools/ptxas_report.py): CI's CUDA stage turns it on.
 option(SEG_PTXAS_REPORT "Keep ptxas's registers, shared memory and spills of every kernels/cuda kernel in <build>/ptxas (CUDA builds)" OFF)
+# NCCL: the GPU communicator (core/comm_nccl.cpp) of the CUDA build, for `train --gpus 0-3`.
 option(SEG_NCCL "NCCL between GPUs (core/comm_nccl.cpp; CUDA builds, libnccl)" ON)
 # MPI: on by default when an MPI compiler wrapper is installed (tools/install-deps.sh installs OpenMPI).
 find_program(SEG_MPICXX mpicxx)
