@@ -77,6 +77,12 @@ std::string AmpConfig::name() const {
   return out;
 }
 
+// TF32 (DESIGN 7 leaves the f32 of O0 to the backend): on cuda, f32 convolutions and GEMMs run on
+// TF32 tensor cores by default, as PyTorch's (torch.backends.cudnn.allow_tf32); kernels/cuda/engine.h
+// holds the switch, which `--no-tf32` turns off. The CPU backend computes them in f32.
+constexpr const char* kTf32Note =
+    " (on cuda: TF32 tensor cores, inputs rounded to 10 mantissa bits, f32 sums; --no-tf32 for strict f32)";
+
 std::string AmpConfig::policy_table() const {
   std::string out = "mixed precision " + name() + ":\n";
   out += "  model parameters: ";
@@ -94,7 +100,8 @@ std::string AmpConfig::policy_table() const {
     std::string shown = precision_name(p);
     if (p == Precision::half) shown = dtype_name(half_dtype);
     if (p == Precision::fp32) shown = "f32";
-    char line[96];
+    if (c == OpClass::conv && p == Precision::fp32) shown += kTf32Note;
+    char line[160];
     std::snprintf(line, sizeof line, "  %-22s %s\n", op_class_name(c), shown.c_str());
     out += line;
   }
@@ -142,6 +149,7 @@ AmpConfig make_amp_config(const std::string& level_in, const std::string& dtype_
 
 std::string amp_policy_overview(DType half_dtype) {
   std::string out = "op class               O0    O1            O2            O3\n";
+  bool tf32_cell = false;
   for (int i = 0; i < kNumOpClasses; ++i) {
     const OpClass c = static_cast<OpClass>(i);
     char line[160];
@@ -152,11 +160,16 @@ std::string amp_policy_overview(DType half_dtype) {
       cfg.half_dtype = half_dtype;
       const Precision p = cfg.precision(c);
       cells[l] = p == Precision::half ? dtype_name(half_dtype) : p == Precision::fp32 ? "f32" : precision_name(p);
+      if (c == OpClass::conv && p == Precision::fp32) {
+        cells[l] += "*";
+        tf32_cell = true;
+      }
     }
     std::snprintf(line, sizeof line, "%-22s %-5s %-13s %-13s %s\n", op_class_name(c), cells[0].c_str(), cells[1].c_str(),
                   cells[2].c_str(), cells[3].c_str());
     out += line;
   }
+  if (tf32_cell) out += std::string("* f32 conv / GEMM") + kTf32Note + "\n";
   return out;
 }
 

@@ -92,6 +92,26 @@ TEST_CASE("amp config: levels, dtypes, defaults and the policy table") {
   CHECK(amp_policy_overview().find("O3") != std::string::npos);
 }
 
+TEST_CASE("the AMP tables say that O0's f32 convolutions and GEMMs run on TF32 tensor cores on cuda unless --no-tf32") {
+  // O0 is the only level whose conv / GEMM class computes in f32; the others run it in half, where
+  // TF32 does not apply, and must not mention it.
+  const std::string o0 = make_amp_config("O0").policy_table();
+  const size_t conv = o0.find("conv / GEMM");
+  REQUIRE(conv != std::string::npos);
+  const std::string conv_line = o0.substr(conv, o0.find('\n', conv) - conv);
+  CHECK(conv_line.find("f32 (on cuda: TF32 tensor cores") != std::string::npos);
+  CHECK(conv_line.find("--no-tf32 for strict f32") != std::string::npos);
+  for (const char* level : {"O1", "O2", "O3"}) CHECK(make_amp_config(level).policy_table().find("TF32") == std::string::npos);
+
+  const std::string overview = amp_policy_overview();
+  const size_t row = overview.find("conv / GEMM");
+  REQUIRE(row != std::string::npos);
+  const std::string o0_cell = "conv / GEMM            f32* ";  // the O0 column's cell, marked
+  CHECK(overview.compare(row, o0_cell.size(), o0_cell) == 0);
+  CHECK(overview.find("\n* f32 conv / GEMM (on cuda: TF32 tensor cores") != std::string::npos);
+  CHECK(overview.find("--no-tf32") != std::string::npos);
+}
+
 TEST_CASE("an overflowing step changes no parameter and halves the scale; a clean one steps") {
   Tensor w = Tensor::full({4}, 1.0, DType::f32, Device::cpu());
   w.set_requires_grad(true);

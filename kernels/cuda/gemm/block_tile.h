@@ -23,6 +23,7 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include "kernels/cuda/dynamic_smem.h"
 #include "kernels/cuda/gemm/epilogue.h"
@@ -42,6 +43,24 @@ enum class Plant : int {
   swizzle_mismatch,       // copies land swizzled, fragments read the tile as if it were plain
 };
 
+template <class T>
+struct ConvFwdASource;
+// The one configuration where ptxas's own register choice spilled (tools/ptxas_report.py;
+// docs/tensor-cores.md, "Static evidence"): the TF32 WMMA forward convolution with the 64x64 tile
+// took 96 registers on sm_90 (5 blocks of 4 warps per SM) and spilled 4 bytes. Told that 5 blocks
+// must fit (at most 102 registers), ptxas allocates the same 96 without a spill: same occupancy.
+// On sm_80 the same bound makes it spill where its own choice (96, no spill) did not, so the bound
+// is for sm_90 and later only (the CUDA guide's way: __CUDA_ARCH__ in the launch bounds).
+template <class T, class Shape, class ASource>
+constexpr int min_blocks_per_sm() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  if constexpr (std::is_same_v<T, float> && std::is_same_v<ASource, ConvFwdASource<float>> && Shape::BM == 64 &&
+                Shape::BN == 64)
+    return 5;
+#endif
+  return 0;
+}
+
 template <class T_, class Shape_, Major MA_, Major MB_, SmemKind Kind_,
           template <class, class, Major, Major, class, class> class WarpTile_, class ASource_, class BSource_,
           Plant Plant_ = Plant::none>
@@ -53,6 +72,9 @@ struct GemmKernel {
   static constexpr Major MA = MA_, MB = MB_;
   static constexpr int BM = Shape::BM, BN = Shape::BN, BK = Shape::BK, STAGES = Shape::STAGES;
   static constexpr int THREADS = Shape::THREADS;
+  // Blocks per SM that ptxas must fit (__launch_bounds__'s second argument; 0 leaves the register
+  // count to ptxas, the same PTX as no second argument). Set where ptxas's own choice spills.
+  static constexpr int MIN_BLOCKS = min_blocks_per_sm<T, Shape, ASource_>();
   using TileA = OperandTile<Kind_, MA, BM, BK, T>;
   using TileB = OperandTile<Kind_, MB, BN, BK, T>;
   // The layout the fragment loads assume (differs from the copies' only in the planted bug).
@@ -152,7 +174,7 @@ struct GemmKernel {
 };
 
 template <class Kernel>
-__global__ void __launch_bounds__(Kernel::THREADS) gemm_tc_kernel(const typename Kernel::Params p) {
+__global__ void __launch_bounds__(Kernel::THREADS, Kernel::MIN_BLOCKS) gemm_tc_kernel(const typename Kernel::Params p) {
   Kernel::run(p);
 }
 

@@ -33,6 +33,23 @@ constexpr bool kSanitizerBuild = true;
 constexpr bool kSanitizerBuild = false;
 #endif
 
+// The sweep of most tensor-core cases: round-robin and the two random schedules (seeds 1 and 2) of
+// cuda_configs(); round-robin alone under the sanitizers (kSanitizerBuild), and the one real device
+// on a GPU. The cases that sweep every configuration (reverse, two workers too) say so.
+inline std::vector<CudaConfig> rr_and_random() {
+  std::vector<CudaConfig> out;
+  for (const CudaConfig& c : cuda_configs()) {
+#ifndef SEG_TEST_ON_GPU
+    const bool wanted = c.options.workers == 1 && (c.options.schedule == sim::Schedule::round_robin ||
+                                                   c.options.schedule == sim::Schedule::random);
+#else
+    const bool wanted = true;
+#endif
+    if (wanted && (out.empty() || !kSanitizerBuild)) out.push_back(c);
+  }
+  return out;
+}
+
 template <class T>
 T to_storage(float v) {
   if constexpr (std::is_same_v<T, float>) return v;

@@ -2,13 +2,15 @@
 // (kernels/cpu/conv2d.h, conv2d_*_ref<double>) on the same rounded inputs: forward (bias, ReLU),
 // backward data, backward weight (+ bias gradient, split-K); 1x1, 3x3 dense, dilated, strided,
 // grouped, C = 3, 150 outputs, channel-slice views whose pixels are not 16-byte aligned; f16, bf16,
-// f32 (TF32). Every element of every output is compared; integer-valued inputs compare exactly,
+// f32 (TF32). Every element of every output is compared, and around a channel-slice view every
+// element outside it must be left untouched; integer-valued inputs compare exactly,
 // real-valued ones within the f32 accumulation bound (tc_test_util.h), the bound's sum |a||b|
 // being the reference convolution of |x| and |w|.
 #include <doctest/doctest.h>
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -77,6 +79,25 @@ std::vector<T> gather(const std::vector<T>& buf, int64_t pixels, int64_t ch, int
   for (int64_t p = 0; p < pixels; ++p)
     for (int64_t c = 0; c < ch; ++c) out[static_cast<size_t>(p * ch + c)] = buf[static_cast<size_t>(offset + p * ld + c)];
   return out;
+}
+
+// How many elements of a view's buffer outside the view (the first `offset` elements, and channels
+// ch..ld-1 of every pixel) no longer hold the 0xFF bytes a fresh DeviceBuffer starts with. The
+// filler stands for the neighbouring channel slices of a concat: a kernel must never write it.
+template <class T>
+int64_t filler_written(const std::vector<T>& buf, int64_t pixels, int64_t ch, int64_t ld, int offset) {
+  auto untouched = [](const T& v) {
+    unsigned char bytes[sizeof(T)];
+    std::memcpy(bytes, &v, sizeof(T));
+    for (unsigned char b : bytes)
+      if (b != 0xFF) return false;
+    return true;
+  };
+  int64_t written = 0;
+  for (int i = 0; i < offset; ++i) written += untouched(buf[static_cast<size_t>(i)]) ? 0 : 1;
+  for (int64_t p = 0; p < pixels; ++p)
+    for (int64_t c = ch; c < ld; ++c) written += untouched(buf[static_cast<size_t>(offset + p * ld + c)]) ? 0 : 1;
+  return written;
 }
 
 template <class T>
@@ -150,15 +171,23 @@ void check_conv(const ConvCase& cc, bool integer, TcOptions opt, const std::vect
     // forward
     seg::test::DeviceBuffer<T> yb(static_cast<size_t>(cc.offset + P * ldy));
     seg::cuda::conv2d_forward_tc<T>(s, xv, dw_in.get(), db_in.get(), yb.get() + cc.offset, nullptr, args);
-    const auto y_got = gather(yb.download(), P, s.O, ldy, cc.offset);
-    const auto cy = seg::test::compare(y_got, want_of<T>(y, integer), tolerance<T>(integer, taps * s.Cg(), ya));
+    const auto y_buf = yb.download();
+    const auto cy = seg::test::compare(gather(y_buf, P, s.O, ldy, cc.offset), want_of<T>(y, integer),
+                                       tolerance<T>(integer, taps * s.Cg(), ya));
     CHECK_MESSAGE(cy.ok(), name << " forward [" << cfg.name << "]: " << cy.str());
+    const int64_t y_stray = filler_written(y_buf, P, s.O, ldy, cc.offset);
+    CHECK_MESSAGE(y_stray == 0, name << " forward [" << cfg.name << "]: " << y_stray
+                                     << " elements outside the output view were written");
     // backward data
     seg::test::DeviceBuffer<T> dxb(static_cast<size_t>(cc.offset + NHW * ldx));
     seg::cuda::conv2d_backward_data_tc<T>(s, dw_in.get(), dyv, dxb.get() + cc.offset, nullptr, args);
-    const auto dx_got = gather(dxb.download(), NHW, s.C, ldx, cc.offset);
-    const auto cdx = seg::test::compare(dx_got, want_of<T>(dx, integer), tolerance<T>(integer, taps * s.Og(), dxa));
+    const auto dx_buf = dxb.download();
+    const auto cdx = seg::test::compare(gather(dx_buf, NHW, s.C, ldx, cc.offset), want_of<T>(dx, integer),
+                                        tolerance<T>(integer, taps * s.Og(), dxa));
     CHECK_MESSAGE(cdx.ok(), name << " backward data [" << cfg.name << "]: " << cdx.str());
+    const int64_t dx_stray = filler_written(dx_buf, NHW, s.C, ldx, cc.offset);
+    CHECK_MESSAGE(dx_stray == 0, name << " backward data [" << cfg.name << "]: " << dx_stray
+                                      << " elements outside the output view were written");
     // backward weight and bias
     seg::test::DeviceBuffer<T> dwb(static_cast<size_t>(s.w_numel())), dbb(static_cast<size_t>(s.O));
     ConvTcArgs wargs = args;
@@ -169,12 +198,6 @@ void check_conv(const ConvCase& cc, bool integer, TcOptions opt, const std::vect
     const auto cdb = seg::test::compare(dbb.download(), want_of<T>(db, integer), tolerance<T>(integer, P, dba));
     CHECK_MESSAGE(cdb.ok(), name << " bias gradient [" << cfg.name << "]: " << cdb.str());
   }
-}
-
-std::vector<seg::test::CudaConfig> rr_and_random() {
-  const auto all = seg::test::cuda_configs();
-  if (seg::test::kSanitizerBuild) return {all.front()};
-  return {all.front(), all[2]};
 }
 
 // Small versions of the models' convolutions (the simulator runs every thread on the CPU).
@@ -191,6 +214,10 @@ const ConvCase kCases[] = {
     {"3x3 grouped (2 groups) 16->32", shape(1, 6, 6, 16, 32, 3, 1, 1, 1, 2)},
     {"channel slices: pixel stride C+5, O+3, offset 3", shape(2, 5, 4, 16, 24, 3, 1, 1, 1), 5, 3, 3},
     {"channel slices: pixel stride C+8, O+8 (aligned slice)", shape(1, 5, 6, 16, 16, 3, 1, 1, 1), 8, 8, 8},
+    // O = 18: the last 4-column chunk of each output row is partial, so an epilogue that stores whole
+    // chunks would write into the next slice's channels (the filler check).
+    {"channel slices: C = 10, O = 18 (partial chunks), pixel stride C+6, O+6, offset 2",
+     shape(2, 4, 5, 10, 18, 3, 1, 1, 1), 6, 6, 2},
 };
 
 }  // namespace
@@ -198,7 +225,7 @@ const ConvCase kCases[] = {
 TEST_CASE("conv2d_tc: every shape kind, f16 / bf16 / f32 (TF32), exact on integer inputs") {
   int i = 0;
   for (const ConvCase& c : kCases) {
-    check_conv<f16>(c, true, TcOptions{}, rr_and_random());
+    check_conv<f16>(c, true, TcOptions{}, seg::test::rr_and_random());
     if (seg::test::kSanitizerBuild && i++ % 3) continue;  // sanitizers: bf16 and f32 on every third shape
     check_conv<bf16>(c, true, TcOptions{}, seg::test::cuda_config_rr());
     check_conv<float>(c, true, TcOptions{}, seg::test::cuda_config_rr());
@@ -218,9 +245,9 @@ TEST_CASE("conv2d_tc: both tiles, forced split-K, every schedule") {
   for (const TcTile t : {TcTile::large, TcTile::small})
     for (const int split : {1, 3}) {
       if (seg::test::kSanitizerBuild && t == TcTile::large) continue;
-      check_conv<f16>(c, true, TcOptions{TcFamily::automatic, t, split}, rr_and_random());
+      check_conv<f16>(c, true, TcOptions{TcFamily::automatic, t, split}, seg::test::rr_and_random());
     }
-  const auto sweep = seg::test::kSanitizerBuild ? rr_and_random() : seg::test::cuda_configs();
+  const auto sweep = seg::test::kSanitizerBuild ? seg::test::rr_and_random() : seg::test::cuda_configs();
   check_conv<bf16>(kCases[5], true, TcOptions{TcFamily::automatic, TcTile::small, 2}, sweep);
   check_conv<float>(kCases[3], true, TcOptions{TcFamily::wmma, TcTile::small, 2}, sweep);
 }

@@ -87,13 +87,6 @@ void check_gemm(const Case& c, TcOptions o, const std::vector<seg::test::CudaCon
   }
 }
 
-std::vector<seg::test::CudaConfig> rr_and_random() {
-  const auto all = seg::test::cuda_configs();
-  std::vector<seg::test::CudaConfig> out{all.front()};
-  if (all.size() > 2 && !seg::test::kSanitizerBuild) out.push_back(all[2]);  // random seed 1
-  return out;
-}
-
 const bool kTransposes[4][2] = {{false, false}, {false, true}, {true, false}, {true, true}};
 
 template <class T, class TOut>
@@ -107,7 +100,7 @@ void every_transpose_family_tile(const Case& base) {
         Case c = base;
         c.ta = tr[0];
         c.tb = tr[1];
-        check_gemm<T, TOut>(c, TcOptions{f, t, 1}, rr_and_random());
+        check_gemm<T, TOut>(c, TcOptions{f, t, 1}, seg::test::rr_and_random());
       }
   }
 }
@@ -147,11 +140,11 @@ TEST_CASE("gemm_tc: unaligned leading dimensions and C = 3 take the element-wise
   for (const auto& tr : kTransposes) {
     // lda/ldb/ldc not multiples of 8 elements: rows are not 16-byte aligned.
     Case c{37, 29, 43, tr[0], tr[1], 3, 5, 1};
-    check_gemm<f16, f16>(c, TcOptions{TcFamily::mma_sync, TcTile::small, 1}, rr_and_random());
-    check_gemm<float, float>(c, TcOptions{TcFamily::wmma, TcTile::small, 1}, rr_and_random());
+    check_gemm<f16, f16>(c, TcOptions{TcFamily::mma_sync, TcTile::small, 1}, seg::test::rr_and_random());
+    check_gemm<float, float>(c, TcOptions{TcFamily::wmma, TcTile::small, 1}, seg::test::rr_and_random());
     // K = 3 (a first convolution's channels) and N = 3.
     Case d{50, 3, 3, tr[0], tr[1]};
-    check_gemm<bf16, bf16>(d, TcOptions{TcFamily::mma_sync, TcTile::small, 1}, rr_and_random());
+    check_gemm<bf16, bf16>(d, TcOptions{TcFamily::mma_sync, TcTile::small, 1}, seg::test::rr_and_random());
   }
 }
 
@@ -160,11 +153,11 @@ TEST_CASE("gemm_tc: fused epilogue (alpha, beta, bias, ReLU, ReLU6, output cast)
     Case c{33, 40, 48, false, true};
     c.ep = TcEpilogue{0.5f, 1.0f, act};
     c.bias = true;
-    check_gemm<f16, f16>(c, TcOptions{TcFamily::mma_sync, TcTile::small, 1}, rr_and_random());
-    check_gemm<bf16, float>(c, TcOptions{TcFamily::wmma, TcTile::small, 1}, rr_and_random());
+    check_gemm<f16, f16>(c, TcOptions{TcFamily::mma_sync, TcTile::small, 1}, seg::test::rr_and_random());
+    check_gemm<bf16, float>(c, TcOptions{TcFamily::wmma, TcTile::small, 1}, seg::test::rr_and_random());
     c.ep = TcEpilogue{-1.0f, -0.5f, act};
-    check_gemm<float, float>(c, TcOptions{TcFamily::wmma, TcTile::small, 1}, rr_and_random());
-    check_gemm<f16, float>(c, TcOptions{TcFamily::mma_sync, TcTile::large, 1}, rr_and_random());
+    check_gemm<float, float>(c, TcOptions{TcFamily::wmma, TcTile::small, 1}, seg::test::rr_and_random());
+    check_gemm<f16, float>(c, TcOptions{TcFamily::mma_sync, TcTile::large, 1}, seg::test::rr_and_random());
   }
 }
 
@@ -185,7 +178,7 @@ TEST_CASE("gemm_tc: split-K adds the partial sums in a fixed order") {
   c.bias = true;
   for (const int s : {2, 7, 40}) {
     if (seg::test::kSanitizerBuild && s != 7) continue;
-    check_gemm<f16, float>(c, TcOptions{TcFamily::mma_sync, TcTile::small, s}, rr_and_random());
+    check_gemm<f16, float>(c, TcOptions{TcFamily::mma_sync, TcTile::small, s}, seg::test::rr_and_random());
     check_gemm<bf16, bf16>(c, TcOptions{TcFamily::mma_sync, TcTile::large, s}, seg::test::cuda_config_rr());
     check_gemm<float, float>(c, TcOptions{TcFamily::wmma, TcTile::small, s}, seg::test::cuda_config_rr());
   }

@@ -1,0 +1,146 @@
+// The simulator's counters of the tensor-core kernels, asserted rather than only printed by the lab
+// (docs/tensor-cores.md, sections 3 and 4): the GEMM with mma.sync and swizzled tiles (lab v7, the
+// block kernel with the 128x128 tile, and v8, the product launcher) and the convolution's best version
+// (lab v3, the product, every direction), on small shapes whose tiles are all full. The kernels are
+// the lab's (kernels/lab/gemm_tc_lab.cu, conv_tc_lab.cu), linked into this suite's default build.
+//
+// What is asserted, for the tensor-core block kernel of each run (the launches that issue MMAs; the
+// split-K reduction is a different kernel):
+//   * shared-memory bank conflicts: 0 over the whole kernel, loads and stores. The counters are per
+//     launch, so the main loop (ldmatrix reads of the swizzled tiles) cannot be counted apart from
+//     the epilogue (accumulator staging stores and loads); 0 for the whole kernel includes it. A
+//     control run of the unswizzled version on the same shape (v6, v2) must count conflicts, or a
+//     counter that never counts would pass.
+//   * global loads: these kernels' only global loads are the 16-byte cp.async copies of A and B
+//     (no bias, beta = 0). A request is one warp-level instruction with its active lanes
+//     (kernels/sim/counters.h), so a warp's 16-byte loads ask for 32 x 16 = 512 bytes, 16 sectors of
+//     32 bytes: 16 sectors per request, every byte of every sector used, is the ideal, and full
+//     tiles reach it. (Four sectors per request is the ideal of a warp's 4-byte loads, 128 bytes;
+//     for 16-byte loads 4 would be the count per quarter-warp, 8 lanes x 16 bytes, not per request.)
+#include <doctest/doctest.h>
+
+#include <string>
+#include <vector>
+
+#include "tests/common/requirement.h"
+
+#if defined(SEG_TEST_LAB_KERNELS) && !defined(SEG_TEST_ON_GPU)
+#define SEG_TC_COUNTERS_BUILT 1
+#include "kernels/lab/tc_lab.h"
+#include "kernels/sim/counters.h"
+#include "tests/kernels/cuda/tc_test_util.h"
+#endif
+
+namespace {
+std::string tc_counters_missing() {
+#ifdef SEG_TC_COUNTERS_BUILT
+  return seg::sim::counters_available() ? "" : "the simulator counts nothing in this build (sanitizers)";
+#elif defined(SEG_TEST_ON_GPU)
+  return "simulator counters: the GPU build has none";
+#else
+  return "the kernel lab's kernels are not linked into this build (sanitizer builds leave them out)";
+#endif
+}
+}  // namespace
+SEG_TEST_REQUIREMENT(tc_counters, [] { return tc_counters_missing(); });
+
+#ifdef SEG_TC_COUNTERS_BUILT
+
+namespace {
+
+using seg::f16;
+
+// The counters of the block kernel (the launches with MMAs) of whatever `launch` runs, round-robin.
+template <class Launch>
+seg::sim::KernelCounters block_kernel_counters(const std::string& what, Launch launch) {
+  seg::sim::Options o = seg::test::cuda_config_rr().front().options;
+  o.counters = true;
+  seg::sim::ScopedOptions scoped(o);
+  seg::sim::reset_kernel_counter_totals();
+  REQUIRE_MESSAGE(launch(), what << ": not in this build");
+  REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+  seg::sim::KernelCounters found;
+  int with_mma = 0;
+  for (const auto& k : seg::sim::kernel_counter_totals())
+    if (k.mma_instructions > 0) {
+      found = k;
+      ++with_mma;
+    }
+  REQUIRE_MESSAGE(with_mma == 1, what << ": " << with_mma << " kernels issued MMAs, expected the one block kernel");
+  return found;
+}
+
+void check_conflict_free(const std::string& what, const seg::sim::KernelCounters& k) {
+  INFO(what << ": " << seg::sim::format_counters(k));
+  CHECK(k.shared_load.requests > 0);
+  CHECK(k.shared_load.bank_conflicts == 0);
+  CHECK(k.shared_store.bank_conflicts == 0);
+}
+
+void check_16_sectors_per_request(const std::string& what, const seg::sim::KernelCounters& k) {
+  INFO(what << ": " << seg::sim::format_counters(k));
+  REQUIRE(k.global_load.requests > 0);
+  CHECK(k.global_load.bytes == 512 * k.global_load.requests);    // 32 lanes x 16 bytes each
+  CHECK(k.global_load.sectors == 16 * k.global_load.requests);   // 16 sectors per request
+  CHECK(k.global_load.bytes == 32 * k.global_load.sectors);      // no byte of a sector wasted
+}
+
+struct GemmInputs {
+  static constexpr int M = 256, N = 256, K = 256;  // the lab's first shape: 2 x 2 tiles of 128, 8 K tiles
+  seg::test::DeviceBuffer<f16> a{seg::test::tc_inputs<f16>(static_cast<size_t>(M) * K, 1, true)};
+  seg::test::DeviceBuffer<f16> b{seg::test::tc_inputs<f16>(static_cast<size_t>(K) * N, 2, true)};
+  seg::test::DeviceBuffer<float> c{static_cast<size_t>(M) * N};
+  seg::test::DeviceBuffer<unsigned char> ws{seg::lab::gemm_workspace_bytes(M, N, K)};
+  seg::lab::GemmProblem problem() {
+    return {M, N, K, a.get(), b.get(), c.get(), ws.get(), ws.size()};
+  }
+};
+
+}  // namespace
+
+TEST_CASE("tc counters: the mma.sync GEMM with swizzled tiles has no bank conflicts and 16 sectors per request" *
+          SEG_REQUIRES(tc_counters)) {
+  GemmInputs in;
+  for (const int v : {7, 8}) {
+    const std::string what = "GEMM v" + std::to_string(v) + " " + std::to_string(GemmInputs::M) + "x" +
+                             std::to_string(GemmInputs::N) + "x" + std::to_string(GemmInputs::K);
+    const auto k = block_kernel_counters(what, [&] { return seg::lab::run_gemm_version(v, in.problem(), nullptr); });
+    check_conflict_free(what, k);
+    check_16_sectors_per_request(what, k);
+  }
+  // The control: v6 is v7 without the swizzle (plain 64-byte rows: ldmatrix's 8 rows collide).
+  const auto plain = block_kernel_counters("GEMM v6", [&] { return seg::lab::run_gemm_version(6, in.problem(), nullptr); });
+  INFO(seg::sim::format_counters(plain));
+  CHECK(plain.shared_load.bank_conflicts > 0);
+}
+
+TEST_CASE("tc counters: the product convolution has no bank conflicts and 16 sectors per request, every direction" *
+          SEG_REQUIRES(tc_counters)) {
+  // A 1x1 convolution, 2 x 8 x 8 pixels, 64 -> 64 channels: every GEMM (forward 128 x 64 x 64,
+  // backward data 128 x 64 x 64, backward weight 64 x 64 x 128) fills its tiles, and every
+  // 16-byte chunk is 8 channels of one pixel (no zero-filled taps at the border).
+  seg::ConvShape s;
+  s.N = 2;
+  s.H = s.W = 8;
+  s.C = s.O = 64;
+  s.KH = s.KW = 1;
+  seg::test::DeviceBuffer<f16> x(seg::test::tc_inputs<f16>(static_cast<size_t>(s.x_numel()), 3, true));
+  seg::test::DeviceBuffer<f16> w(seg::test::tc_inputs<f16>(static_cast<size_t>(s.w_numel()), 4, true));
+  seg::test::DeviceBuffer<f16> dy(seg::test::tc_inputs<f16>(static_cast<size_t>(s.y_numel()), 5, true));
+  seg::test::DeviceBuffer<f16> out(static_cast<size_t>(s.x_numel()));  // x, y and dw have 8192, 8192, 4096
+  seg::test::DeviceBuffer<unsigned char> ws(seg::lab::conv_workspace_bytes(s));
+  using seg::lab::ConvDir;
+  for (const ConvDir d : {ConvDir::forward, ConvDir::backward_data, ConvDir::backward_weight}) {
+    const seg::lab::ConvProblem p{s, d, x.get(), w.get(), dy.get(), out.get(), ws.get(), ws.size()};
+    const std::string what = std::string("conv v3 1x1 64->64 ") + seg::lab::conv_dir_name(d);
+    const auto k = block_kernel_counters(what, [&] { return seg::lab::run_conv_version(3, p, nullptr); });
+    check_conflict_free(what, k);
+    check_16_sectors_per_request(what, k);
+    // The control: v2, the same implicit GEMM with one unswizzled stage.
+    const auto plain = block_kernel_counters("conv v2", [&] { return seg::lab::run_conv_version(2, p, nullptr); });
+    INFO(what << " v2: " << seg::sim::format_counters(plain));
+    CHECK(plain.shared_load.bank_conflicts > 0);
+  }
+}
+
+#endif  // SEG_TC_COUNTERS_BUILT
