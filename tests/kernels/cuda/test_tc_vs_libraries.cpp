@@ -65,41 +65,73 @@ SEG_TEST_REQUIREMENT(cudnn, [] {
   return seg::cuda::cudnn_available(&why) ? std::string() : "cuDNN not loadable here: " + why;
 });
 
-TEST_CASE("gpu: conv2d_tc agrees with cuDNN" * SEG_REQUIRES(cudnn)) {
-  seg::ConvShape s;
-  s.N = 2;
-  s.H = s.W = 33;
-  s.C = 64;
-  s.O = 96;
-  s.KH = s.KW = 3;
-  s.pad_h = s.pad_w = 2;
-  s.dil_h = s.dil_w = 2;
-  const auto x = seg::test::tc_inputs<f16>(static_cast<size_t>(s.x_numel()), 3, false);
-  const auto w = seg::test::tc_inputs<f16>(static_cast<size_t>(s.w_numel()), 4, false);
-  const auto dy = seg::test::tc_inputs<f16>(static_cast<size_t>(s.y_numel()), 5, false);
-  seg::test::DeviceBuffer<f16> dx_in(x), dw_in(w), ddy(dy);
+namespace {
+
+// Own implicit-GEMM kernels against cuDNN, all three passes, on the same inputs (|x|, |w|, |dy| <= 1,
+// so a sum of K products is within K of 0). Each side: f32 accumulation of K terms (gamma_K * K),
+// and for float the TF32 rounding of both inputs (2^-11 each, relative: 2 * K * 2^-11 on the sum)
+// when TF32 is allowed, as it is by default on both sides; the output's own rounding (output_rtol)
+// twice. Bias (forward) and its gradient (backward weight) are on.
+template <class T>
+void own_vs_cudnn(const seg::ConvShape& s, const char* what) {
+  const auto x = seg::test::tc_inputs<T>(static_cast<size_t>(s.x_numel()), 3, false);
+  const auto w = seg::test::tc_inputs<T>(static_cast<size_t>(s.w_numel()), 4, false);
+  const auto dy = seg::test::tc_inputs<T>(static_cast<size_t>(s.y_numel()), 5, false);
+  const auto b = seg::test::tc_inputs<T>(static_cast<size_t>(s.O), 6, false);
+  seg::test::DeviceBuffer<T> dx_in(x), dw_in(w), ddy(dy), db_in(b);
   const size_t ws_bytes = 64 << 20;
   seg::test::DeviceBuffer<unsigned char> ws(ws_bytes);
   seg::cuda::ConvTcArgs args;
   args.workspace = {ws.get(), ws_bytes};
-  seg::test::DeviceBuffer<f16> y1(static_cast<size_t>(s.y_numel())), y2(static_cast<size_t>(s.y_numel()));
-  seg::cuda::conv2d_forward_tc<f16>(s, dx_in.get(), dw_in.get(), nullptr, y1.get(), nullptr, args);
-  seg::cuda::conv2d_forward_cudnn<f16>(s, dx_in.get(), dw_in.get(), nullptr, y2.get(), nullptr, args);
-  const double K = static_cast<double>(s.KH * s.KW * s.C);
-  auto c = seg::test::compare(y1.download(), y2.download(), {2 * (K + 4) * std::ldexp(1.0, -24) * K, 2 * std::ldexp(1.0, -11)});
-  CHECK_MESSAGE(c.ok(), "forward: " << c.str());
-  seg::test::DeviceBuffer<f16> dx1(static_cast<size_t>(s.x_numel())), dx2(static_cast<size_t>(s.x_numel()));
-  seg::cuda::conv2d_backward_data_tc<f16>(s, dw_in.get(), ddy.get(), dx1.get(), nullptr, args);
-  seg::cuda::conv2d_backward_data_cudnn<f16>(s, dw_in.get(), ddy.get(), dx2.get(), nullptr, args);
-  const double Kd = static_cast<double>(s.KH * s.KW * s.O);
-  c = seg::test::compare(dx1.download(), dx2.download(), {2 * (Kd + 4) * std::ldexp(1.0, -24) * Kd, 2 * std::ldexp(1.0, -11)});
-  CHECK_MESSAGE(c.ok(), "backward data: " << c.str());
-  seg::test::DeviceBuffer<f16> dw1(static_cast<size_t>(s.w_numel())), dw2(static_cast<size_t>(s.w_numel()));
-  seg::cuda::conv2d_backward_weight_tc<f16>(s, dx_in.get(), ddy.get(), dw1.get(), nullptr, nullptr, args);
-  seg::cuda::conv2d_backward_weight_cudnn<f16>(s, dx_in.get(), ddy.get(), dw2.get(), nullptr, nullptr, args);
+  auto tolerance = [](double K) {
+    const double tf32 = std::is_same_v<T, float> ? 2 * K * std::ldexp(1.0, -11) : 0.0;
+    return seg::test::Tolerance{2 * (K + 4) * std::ldexp(1.0, -24) * K + tf32, 2 * seg::test::output_rtol<T>()};
+  };
+  const double K_fwd = static_cast<double>(s.KH * s.KW * (s.C / s.groups));
+  seg::test::DeviceBuffer<T> y1(static_cast<size_t>(s.y_numel())), y2(static_cast<size_t>(s.y_numel()));
+  seg::cuda::conv2d_forward_tc<T>(s, dx_in.get(), dw_in.get(), db_in.get(), y1.get(), nullptr, args);
+  seg::cuda::conv2d_forward_cudnn<T>(s, dx_in.get(), dw_in.get(), db_in.get(), y2.get(), nullptr, args);
+  auto c = seg::test::compare(y1.download(), y2.download(), tolerance(K_fwd + 1));
+  CHECK_MESSAGE(c.ok(), what << ", forward: " << c.str());
+  const double K_data = static_cast<double>(s.KH * s.KW * (s.O / s.groups));
+  seg::test::DeviceBuffer<T> dx1(static_cast<size_t>(s.x_numel())), dx2(static_cast<size_t>(s.x_numel()));
+  seg::cuda::conv2d_backward_data_tc<T>(s, dw_in.get(), ddy.get(), dx1.get(), nullptr, args);
+  seg::cuda::conv2d_backward_data_cudnn<T>(s, dw_in.get(), ddy.get(), dx2.get(), nullptr, args);
+  c = seg::test::compare(dx1.download(), dx2.download(), tolerance(K_data));
+  CHECK_MESSAGE(c.ok(), what << ", backward data: " << c.str());
   const double P = static_cast<double>(s.N * s.Ho() * s.Wo());
-  c = seg::test::compare(dw1.download(), dw2.download(), {2 * (P + 4) * std::ldexp(1.0, -24) * P, 2 * std::ldexp(1.0, -11)});
-  CHECK_MESSAGE(c.ok(), "backward weight: " << c.str());
+  seg::test::DeviceBuffer<T> dw1(static_cast<size_t>(s.w_numel())), dw2(static_cast<size_t>(s.w_numel()));
+  seg::test::DeviceBuffer<T> dbias1(static_cast<size_t>(s.O)), dbias2(static_cast<size_t>(s.O));
+  seg::cuda::conv2d_backward_weight_tc<T>(s, dx_in.get(), ddy.get(), dw1.get(), dbias1.get(), nullptr, args);
+  seg::cuda::conv2d_backward_weight_cudnn<T>(s, dx_in.get(), ddy.get(), dw2.get(), dbias2.get(), nullptr, args);
+  c = seg::test::compare(dw1.download(), dw2.download(), tolerance(P));
+  CHECK_MESSAGE(c.ok(), what << ", backward weight: " << c.str());
+  c = seg::test::compare(dbias1.download(), dbias2.download(), tolerance(P));
+  CHECK_MESSAGE(c.ok(), what << ", bias gradient: " << c.str());
+}
+
+seg::ConvShape conv_shape(int64_t N, int64_t H, int64_t C, int64_t O, int64_t k, int64_t stride, int64_t pad,
+                          int64_t dil) {
+  seg::ConvShape s;
+  s.N = N;
+  s.H = s.W = H;
+  s.C = C;
+  s.O = O;
+  s.KH = s.KW = k;
+  s.stride_h = s.stride_w = stride;
+  s.pad_h = s.pad_w = pad;
+  s.dil_h = s.dil_w = dil;
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("gpu: conv2d_tc agrees with cuDNN" * SEG_REQUIRES(cudnn)) {
+  own_vs_cudnn<f16>(conv_shape(2, 33, 64, 96, 3, 1, 2, 2), "f16 3x3 dilation 2 (the dilated trunk)");
+  own_vs_cudnn<bf16>(conv_shape(2, 32, 160, 960, 1, 1, 0, 1), "bf16 1x1 160 -> 960 (MobileNetV2's expansion)");
+  own_vs_cudnn<float>(conv_shape(2, 31, 64, 128, 3, 2, 1, 1), "f32/TF32 3x3 stride 2, odd size");
+  own_vs_cudnn<f16>(conv_shape(2, 65, 3, 32, 3, 2, 1, 1), "f16 3x3 stride 2 from 3 channels (the stem)");
+  own_vs_cudnn<f16>(conv_shape(1, 16, 512, 150, 1, 1, 0, 1), "f16 1x1 512 -> 150 (a classifier)");
 }
 
 #else
