@@ -49,6 +49,51 @@ bool cuda_simulated() {
 
 std::string cuda_version_string(int v) { return std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10); }
 
+#ifdef SEG_WITH_CUDA
+static_assert(kCudaErrorInsufficientDriver == cudaErrorInsufficientDriver && kCudaErrorNoDevice == cudaErrorNoDevice &&
+                  kCudaErrorSystemDriverMismatch == cudaErrorSystemDriverMismatch,
+              "core/device.h's copies of the cudaError_t values diagnose_cuda tells apart");
+#endif
+
+CudaDiagnosis diagnose_cuda(const CudaAnswers& a) {
+  CudaDiagnosis d;
+  const std::string check_gpu = "check nvidia-smi and CUDA_VISIBLE_DEVICES, or use --device cpu";
+  auto set = [&](CudaAvailability availability, std::string message, std::string hint) {
+    d.availability = availability;
+    d.message = std::move(message);
+    d.hint = std::move(hint);
+    return d;
+  };
+  const int count_error = a.count_error;
+  if (!a.compiled)
+    return set(CudaAvailability::not_compiled, "this segtrain was built without CUDA",
+               "rebuild with SEG_CUDA=ON tools/build.sh on a machine with a GPU, or use --device cpu");
+  if (count_error == kCudaErrorInsufficientDriver && a.driver_version == 0)
+    // Without any NVIDIA driver (no libcuda) the runtime answers "insufficient driver" too, with
+    // driver version 0: say what it means instead of "CUDA 0.0".
+    return set(CudaAvailability::no_driver, "no CUDA GPU found (no NVIDIA driver is installed)",
+               "install the NVIDIA driver (nvidia-smi must list the GPU), or use --device cpu");
+  if (count_error == kCudaErrorInsufficientDriver)
+    return set(CudaAvailability::driver_too_old,
+               "the NVIDIA driver supports CUDA " + cuda_version_string(a.driver_version) + ", older than the CUDA " +
+                   cuda_version_string(a.runtime_version) + " this segtrain was built with",
+               "update the NVIDIA driver (nvidia-smi shows the CUDA version it supports), or rebuild segtrain with a "
+               "CUDA toolkit that driver supports");
+  if (count_error == kCudaErrorSystemDriverMismatch)
+    return set(CudaAvailability::driver_mismatch,
+               "the NVIDIA kernel driver and its CUDA library (libcuda) are different versions "
+               "(cudaErrorSystemDriverMismatch)",
+               "reboot after a driver update, or reinstall the driver so that both parts match");
+  if (count_error == kCudaErrorNoDevice) return set(CudaAvailability::no_device, "no CUDA GPU found (cudaErrorNoDevice)", check_gpu);
+  if (count_error != 0)
+    return set(CudaAvailability::runtime_error,
+               "the CUDA runtime reports " + (a.error_name.empty() ? "error " + std::to_string(count_error) : a.error_name) +
+                   (a.error_text.empty() ? "" : ": " + a.error_text),
+               check_gpu);
+  if (a.devices <= 0) return set(CudaAvailability::no_device, "no CUDA GPU found", check_gpu);
+  return d;
+}
+
 CudaProbe probe_cuda() {
   CudaProbe p;
   p.compiled = cuda_compiled();
@@ -67,20 +112,17 @@ CudaProbe probe_cuda() {
   if (err != cudaSuccess) {
     (void)cudaGetLastError();
     p.devices = 0;
-    // Without any NVIDIA driver (no libcuda: a machine without a GPU) the runtime also answers
-    // "insufficient driver", with driver version 0; say what it means instead of "CUDA 0.0".
-    if (err == cudaErrorInsufficientDriver && p.driver_version == 0)
-      p.error = "no CUDA GPU found (no NVIDIA driver is installed)";
-    else if (err == cudaErrorInsufficientDriver)
-      p.error = "the NVIDIA driver supports CUDA " + cuda_version_string(p.driver_version) +
-                ", older than the CUDA " + cuda_version_string(p.runtime_version) + " this segtrain was built with";
-    else if (err == cudaErrorNoDevice)
-      p.error = "no CUDA GPU found (cudaErrorNoDevice)";
-    else
-      p.error = std::string("the CUDA runtime reports ") + cudaGetErrorName(err) + ": " + cudaGetErrorString(err);
-  } else if (p.devices == 0) {
-    p.error = "no CUDA GPU found";
   }
+  CudaAnswers answers;
+  answers.count_error = static_cast<int>(err);
+  answers.devices = p.devices;
+  answers.driver_version = p.driver_version;
+  answers.runtime_version = p.runtime_version;
+  if (err != cudaSuccess) answers.error_name = cudaGetErrorName(err), answers.error_text = cudaGetErrorString(err);
+  const CudaDiagnosis d = diagnose_cuda(answers);
+  p.availability = d.availability;
+  p.error = d.message;
+  p.hint = d.hint;
   for (int i = 0; i < p.devices; ++i) {
     cudaDeviceProp prop{};
     if (cudaGetDeviceProperties(&prop, i) != cudaSuccess) {
@@ -94,26 +136,21 @@ CudaProbe probe_cuda() {
                       mem + ")");
   }
 #else
-  p.error = "this segtrain was built without CUDA";
+  CudaAnswers answers;
+  answers.compiled = false;
+  const CudaDiagnosis d = diagnose_cuda(answers);
+  p.availability = d.availability;
+  p.error = d.message;
+  p.hint = d.hint;
 #endif
   return p;
 }
 
 void require_device(Device device) {
   if (device.is_cpu()) return;
-  if (!cuda_compiled())
-    throw Error(ErrorKind::device, "GPU " + device.str() + " requested, but this segtrain was built without CUDA")
-        .hint("rebuild with SEG_CUDA=ON tools/build.sh on a machine with a GPU, or use --device cpu");
   const CudaProbe p = probe_cuda();
-  if (p.devices == 0) {
-    Error e(ErrorKind::device, "GPU " + device.str() + " requested, but " + p.error);
-    if (p.error.find("older than") != std::string::npos)
-      e.hint("update the NVIDIA driver (nvidia-smi shows the CUDA version it supports), or rebuild segtrain with a "
-             "CUDA toolkit that driver supports");
-    else
-      e.hint("check nvidia-smi and CUDA_VISIBLE_DEVICES, or use --device cpu");
-    throw e;
-  }
+  if (p.availability != CudaAvailability::usable)
+    throw Error(ErrorKind::device, "GPU " + device.str() + " requested, but " + p.error).hint(p.hint);
   if (device.index >= p.devices)
     throw Error(ErrorKind::device, "GPU " + device.str() + " requested, but " + std::to_string(p.devices) +
                                        " CUDA device(s) found")
