@@ -26,6 +26,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -215,5 +216,25 @@ struct TracedOp {
 void start_op_trace();
 // Stops recording and returns what was recorded, in start order.
 std::vector<TracedOp> take_op_trace();
+
+// ---- the profiler API -------------------------------------------------------------------------------
+// cudaProfilerStart/Stop (cuda_profiler_api.h) open and close a profiler's capture range on a GPU
+// (nsys --capture-range=cudaProfilerApi, ncu --profile-from-start off). The simulator has no
+// profiler: it records the calls (kernels/sim/profiler_api.cpp), so a test can check which work a
+// capture would hold.
+struct ProfilerCall {
+  bool start = false;          // cudaProfilerStart (true) or cudaProfilerStop
+  bool was_capturing = false;  // a range was open before the call (a second start or stop has no effect)
+  size_t unfinished_ops = 0;   // queued work not finished yet, every device (0 at a stop: the capture holds it all)
+};
+// Every call since the start of the process or reset_profiler_calls(), in call order.
+std::vector<ProfilerCall> profiler_calls();
+// Clears the record and closes the range.
+void reset_profiler_calls();
+// Whether a range is open (between a start and a stop).
+bool profiler_capturing();
+// Calls `listener` on the calling thread after each start or stop has taken effect (a test lines the
+// calls up with its own records, e.g. the NVTX ranges pushed so far); an empty function removes it.
+void set_profiler_listener(std::function<void(const ProfilerCall&)> listener);
 
 }  // namespace seg::sim
