@@ -6,7 +6,10 @@
 #include "core/error.h"
 
 #ifdef SEG_WITH_CUDA
+#include <cuda_profiler_api.h>
 #include <cuda_runtime.h>
+
+#include "core/stream.h"
 #endif
 
 namespace seg {
@@ -155,6 +158,29 @@ void require_device(Device device) {
     throw Error(ErrorKind::device, "GPU " + device.str() + " requested, but " + std::to_string(p.devices) +
                                        " CUDA device(s) found")
         .hint("check nvidia-smi and CUDA_VISIBLE_DEVICES, or use --device cpu");
+}
+
+void cuda_profiler_start(Device device) {
+  SEG_CHECK(device.is_cuda(), usage, "cudaProfilerStart on ", device.str(), ": the CUDA profiler API needs a CUDA device");
+#ifdef SEG_WITH_CUDA
+  set_current_cuda_device(device.index);
+  check_cuda(cudaProfilerStart(), "cudaProfilerStart on " + device.str());
+#else
+  throw Error(ErrorKind::device, "cudaProfilerStart on " + device.str() + ": this segtrain was built without CUDA");
+#endif
+}
+
+void cuda_profiler_stop(Device device) {
+  SEG_CHECK(device.is_cuda(), usage, "cudaProfilerStop on ", device.str(), ": the CUDA profiler API needs a CUDA device");
+#ifdef SEG_WITH_CUDA
+  set_current_cuda_device(device.index);
+  // Every stream (compute, copies, communication): a kernel still queued at the stop would be cut
+  // out of an Nsight Systems capture.
+  check_cuda(cudaDeviceSynchronize(), "waiting for " + device.str() + " before cudaProfilerStop");
+  check_cuda(cudaProfilerStop(), "cudaProfilerStop on " + device.str());
+#else
+  throw Error(ErrorKind::device, "cudaProfilerStop on " + device.str() + ": this segtrain was built without CUDA");
+#endif
 }
 
 int cuda_device_count() {

@@ -79,6 +79,14 @@ struct CudaProbe {
 CudaProbe probe_cuda();
 // "13.0" for 13000.
 std::string cuda_version_string(int version);
+// A CUDA profiler's capture range: cudaProfilerStart / cudaProfilerStop on `device` (`nsys profile
+// --capture-range=cudaProfilerApi`, `ncu --profile-from-start off`; segtrain train/bench
+// --profile-steps). Without a profiler attached they do nothing. The stop first waits for every
+// stream of the device, so the capture holds all the work queued inside the range. Error(device)
+// naming the call when the runtime refuses; Error(device) "built without CUDA" in a CPU build.
+void cuda_profiler_start(Device device);
+void cuda_profiler_stop(Device device);
+
 // Throws Error(device) (exit 4) with what to do unless `device` is usable: a CUDA build, a driver at
 // least as new as the toolkit, a GPU with that index.
 void require_device(Device device);

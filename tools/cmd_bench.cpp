@@ -30,6 +30,7 @@
 #include "models/registry.h"
 #include "tools/cli.h"
 #include "tools/model_setup.h"
+#include "tools/profile_steps.h"
 #include "tools/run_setup.h"
 
 namespace seg::cli {
@@ -39,7 +40,7 @@ const char* kUsage =
     "usage: segtrain bench [--model ENCODER-DECODER | --cfg FILE] [--size S] [--batch B] [--steps N]\n"
     "                      [--warmup N] [--amp LEVEL] [--amp-dtype T] [--num-class K] [--ops-json FILE]\n"
     "                      [--detect-anomaly] [--threads N] [--device D [--no-tf32] [--engine NAME] [--deterministic]]\n"
-    "                      [--verbose]\n"
+    "                      [--verbose] [--profile-steps A-B]\n"
     "\n"
     "Times N training steps (after warm-up) of a model on random S x S images: forward, backward and\n"
     "optimizer step, images per second and peak memory, then a table of the time spent per op. The\n"
@@ -54,6 +55,10 @@ const char* kUsage =
     "it prints each shape's measured choice (own or the library) as it is made.\n"
     "--engine NAME (CUDA: own, cublaslt, cudnn, auto) and --deterministic as in segtrain train.\n"
     "--detect-anomaly runs the checker of `segtrain train --detect-anomaly` on every op (its cost).\n"
+    "--profile-steps A-B (CUDA) calls cudaProfilerStart before step A and cudaProfilerStop after step B,\n"
+    "counting every step bench runs from 1, warm-up first (with the defaults and no skipped warm-up step\n"
+    "the measured steps are 3-5), so `nsys profile --capture-range=cudaProfilerApi` or\n"
+    "`ncu --profile-from-start off` capture only those; on the CPU it does nothing and says so.\n"
     "A BatchNorm followed by a ReLU or ReLU6 runs as one op (batch_norm_relu, batch_norm_relu6 in the\n"
     "table); SEG_FUSE_BN_ACT=0 runs them apart (docs/performance.md \"BatchNorm + ReLU(6)\").\n"
     "\n"
@@ -130,7 +135,8 @@ int cmd_bench(const Args& args) {
     return 0;
   }
   const CommonFlags flags = parse_common_flags(
-      args, {"--detect-anomaly", "--verbose"}, {"--model", "--size", "--batch", "--steps", "--warmup", "--num-class", "--ops-json"});
+      args, {"--detect-anomaly", "--verbose"}, {"--model", "--size", "--batch", "--steps", "--warmup", "--num-class", "--ops-json", "--profile-steps"});
+  std::optional<StepRange> profile_steps;
   bool detect_anomaly = false, verbose = false;
   std::string model_name = "mobilenetv2dilated-c1_deepsup", ops_json;
   int64_t size = 256, batch = 4, steps = 3, warmup = 2, num_class = 150;
@@ -149,6 +155,7 @@ int cmd_bench(const Args& args) {
     else if (a == "--warmup") warmup = int_flag(a, v, 0);
     else if (a == "--num-class") num_class = number(a, v);
     else if (a == "--ops-json") ops_json = v;
+    else if (a == "--profile-steps") profile_steps = parse_profile_steps(v);
   }
   Config cfg = flags.cfg_path.empty() ? load_config("", {}) : load_run_config(flags);
   if (flags.cfg_path.empty()) {
@@ -213,7 +220,10 @@ int cmd_bench(const Args& args) {
     std::printf("--detect-anomaly: every op's outputs and gradients are checked for inf/NaN\n");
   }
   bool measuring = false;
+  ProfileSteps profiling(profile_steps, device, [](const std::string& line) { std::printf("%s\n", line.c_str()); });
+  int64_t steps_run = 0;  // warm-up included: what --profile-steps counts
   for (int64_t measured_steps = 0; measured_steps < steps;) {
+    profiling.begin_step(++steps_run);
     if (!measuring && applied >= warmup) {
       measuring = true;
       skipped_in_warmup = scaler.skipped_steps();
@@ -254,6 +264,7 @@ int cmd_bench(const Args& args) {
     readback.add(out.loss);  // the one read-back of a training step, as in train
     const StepOutcome outcome = unscale_and_step(scaler, {&enc, &dec}, &readback);
     const double o = opt_timer.stop();
+    profiling.end_step(steps_run);
     measured.push_back(measuring);
     if (measuring) {
       t_fwd += f, t_bwd += b, t_opt += o;
@@ -266,6 +277,7 @@ int cmd_bench(const Args& args) {
           .hint("try --amp-dtype bf16 or a smaller --size");
     }
   }
+  profiling.finish(1, steps_run);
   prof::set_enabled(false);
   cpu::set_conv_choice_recording(false);
   if (device.is_cuda()) {

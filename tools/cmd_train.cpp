@@ -15,6 +15,7 @@ const char* kUsage =
     "usage: segtrain train --cfg FILE [--gpus LIST | --device D] [--no-tf32] [--engine NAME] [--deterministic] [--amp O0|O1|O2|O3] [--amp-dtype f16|bf16]\n"
     "                      [--loss-scale dynamic|none|N] [--resume [--force]] [--amp-stats] [--detect-anomaly]\n"
     "                      [--threads N] [--skip-bad | --on-bad-sample fail|skip] [--comm-timeout S]\n"
+    "                      [--profile-steps A-B]\n"
     "                      [--help-keys] [KEY VALUE ...]\n"
     "       segtrain train --cfg FILE --gpus 0-3 ...   (a thread per GPU, NCCL)\n"
     "       mpirun -np N segtrain train --cfg FILE --threads T ...   (N CPU ranks: docs/distributed.md)\n"
@@ -55,6 +56,11 @@ const char* kUsage =
     "                      forward one stops training (exit 1), a backward one under dynamic loss\n"
     "                      scaling is reported in one line per skipped step\n"
     "  --stop-after N      stop after N steps, saving a resumable state (as Ctrl-C does)\n"
+    "  --profile-steps A-B on CUDA, call cudaProfilerStart before step A and cudaProfilerStop after step B\n"
+    "                      (steps of the whole run counted from 1, as history.csv's iteration; N = N-N),\n"
+    "                      so `nsys profile --capture-range=cudaProfilerApi` or\n"
+    "                      `ncu --profile-from-start off` capture only those steps; the stop waits for\n"
+    "                      the GPU. On the CPU it does nothing and says so\n"
     "  --threads N         CPU threads (default: all cores)\n"
     "  --on-bad-sample P   fail (default) or skip unreadable samples and count them; before the first\n"
     "                      step every list entry's files are checked (as segtrain data check does)\n"
@@ -83,7 +89,8 @@ int cmd_train(const Args& args) {
     std::printf("%s", kUsage);
     return 0;
   }
-  const CommonFlags flags = parse_common_flags(args, {"--resume", "--force", "--amp-stats", "--detect-anomaly"}, {"--stop-after"});
+  const CommonFlags flags = parse_common_flags(args, {"--resume", "--force", "--amp-stats", "--detect-anomaly"},
+                                               {"--stop-after", "--profile-steps"});
   TrainRunOptions opt;
   for (size_t i = 0; i < flags.rest.size(); ++i) {
     if (flags.rest[i] == "--resume") opt.resume = true;
@@ -91,6 +98,7 @@ int cmd_train(const Args& args) {
     else if (flags.rest[i] == "--amp-stats") opt.amp_stats = true;
     else if (flags.rest[i] == "--detect-anomaly") opt.detect_anomaly = true;
     else if (flags.rest[i] == "--stop-after") opt.stop_after = int_flag("--stop-after", flags.rest[++i], 1);
+    else if (flags.rest[i] == "--profile-steps") opt.profile_steps = parse_profile_steps(flags.rest[++i]);
   }
   if (flags.cfg_path.empty()) throw Error(ErrorKind::usage, "segtrain train needs --cfg FILE").hint("see segtrain train --help");
   const Config cfg = load_run_config(flags);

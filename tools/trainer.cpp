@@ -378,8 +378,11 @@ TrainSummary train_rank(const Config& cfg, const CommonFlags& flags, const Train
   // --detect-anomaly: checks every op's outputs and gradients (layers/anomaly.h).
   std::optional<AnomalyDetector> anomaly;
   if (opt.detect_anomaly || cfg.TRAIN.detect_anomaly) anomaly.emplace(*model);
+  // --profile-steps: a CUDA profiler captures only those steps (tools/profile_steps.h).
+  ProfileSteps profiling(opt.profile_steps, device, note);
 
   for (int64_t step = start_step; step < max_steps; ++step) {
+    profiling.begin_step(step + 1);  // before the step's data: its loader wait and copy belong to it
     const int64_t epoch = step / steps_per_epoch + 1, i = step % steps_per_epoch;
     if (i == 0 || step == start_step) epoch_loss = epoch_acc = epoch_time = epoch_data = 0, epoch_count = 0;
     const double lr_e = poly_lr(cfg.TRAIN.lr_encoder, step, max_steps, cfg.TRAIN.lr_pow);
@@ -436,6 +439,7 @@ TrainSummary train_rank(const Config& cfg, const CommonFlags& flags, const Train
       step_loss += readback.item(loss_slot) / static_cast<double>(micro_steps);
       step_acc += read.acc.acc / static_cast<double>(micro_steps);
     }
+    profiling.end_step(step + 1);  // the step's work is queued; the stop waits for the device to finish it
     if (ranks > 1) {
       // The logged loss and accuracy are the means over the ranks, the images the global batch;
       // the stop request too is shared, so every rank stops after the same step.
@@ -556,6 +560,7 @@ TrainSummary train_rank(const Config& cfg, const CommonFlags& flags, const Train
     summary.steps = step + 1;
     summary.steps_this_run = steps_this_run;
   }
+  profiling.finish(start_step + 1, start_step + steps_this_run);
   progress.finish();
   // Every epoch end commits, and max_steps is a whole number of epochs: the last step is saved.
   SEG_ASSERT(summary.interrupted || committed_step == summary.steps || steps_this_run == 0);

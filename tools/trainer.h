@@ -26,6 +26,7 @@
 
 #include "tools/config.h"
 #include "tools/evaluate.h"
+#include "tools/profile_steps.h"
 #include "tools/run_setup.h"
 
 namespace seg::cli {
@@ -37,6 +38,7 @@ struct TrainRunOptions {
   bool detect_anomaly = false;  // --detect-anomaly (or TRAIN.detect_anomaly): layers/anomaly.h
   int64_t stop_after = 0;    // stop (as if interrupted, resumable) after this many steps; tests and --smoke
   bool quiet = false;        // no per-interval log lines (the demo prints its own)
+  std::optional<StepRange> profile_steps;  // --profile-steps A-B: cudaProfilerStart/Stop around those steps
 };
 
 struct TrainSummary {
