@@ -113,7 +113,7 @@ TEST_CASE("cuda ops: batch_norm train (statistics updated on the device) and eva
                  return ops::batch_norm(t[0], ops::cast(t[1], DType::f32), ops::cast(t[2], DType::f32), rm, rv, o);
                },
                bn, bn};
-      check_op(c, dt, /*all_schedules=*/false);
+      check_op(c, dt);
     }
     Tensor x = random_tensor({3, 4, 5, C}, DType::f32, 11, 2.0, 3.0);
     Tensor g = Tensor::full({C}, 1.0, DType::f32, Device::cpu()), b = Tensor::zeros({C}, DType::f32, Device::cpu());
@@ -202,6 +202,71 @@ TEST_CASE("cuda ops: dropout2d draws the CPU's mask on the device; concat_channe
              [](const auto& t) { return ops::concat_channels({t[0], t[1], t[2]}); }, exact(), exact()});
   check_all({"cast to f32", {{{2, 3, 5, 7}}}, [](const auto& t) { return ops::cast(t[0], DType::f32); }, exact(), exact()});
   check_all({"cast to bf16", {{{2, 3, 5, 7}}}, [](const auto& t) { return ops::cast(t[0], DType::bf16); }, exact(), exact()});
+  // f32/f16/bf16 -> f16 (autocast's cast of O1/O2 activations and weights); backward casts back.
+  check_all({"cast to f16", {{{2, 3, 5, 7}}}, [](const auto& t) { return ops::cast(t[0], DType::f16); }, exact(), exact()});
+}
+
+TEST_CASE("cuda ops: the memory-bound kernels on shapes of several blocks (C not a multiple of 8, > 1024 pixels)") {
+  // 2 x 23 x 29 = 1334 pixels: more than one block of 256 threads even at 4 pixels a thread, so block
+  // boundaries, the vector packs' scalar heads and tails (C = 13 or 37 breaks every 16-byte row),
+  // several partials in the reductions and several BatchNorm chunks (ceil(1334 / 256) = 6) all run.
+  const Shape s13{2, 23, 29, 13}, s37{2, 23, 29, 37};
+  check_all({"add (several blocks)", {{s13}, {s13}}, [](const auto& t) { return ops::add(t[0], t[1]); }, exact(), exact()});
+  check_all({"relu6 (several blocks)", {{s13, 4.0}}, [](const auto& t) { return ops::relu6(t[0]); }, exact(), exact()});
+  // sum: the header's bound (ceil(n / (256 G)) + 18) 2^-24 sum|a| with n = 17342, G = 5 partials:
+  // 32 2^-24 sum|a|, and sum|a| < n for N(0,1) inputs (0.8 n expected); mean: the same over n.
+  {
+    const double n = 2.0 * 23 * 29 * 13, sum_abs = 32.0 / 16777216.0 * n;
+    const DtypeTolerance sum_tol{Tolerance{sum_abs, 2e-6}, Tolerance{sum_abs, 1.0 / 1024}, Tolerance{sum_abs, 1.0 / 128}};
+    check_all({"sum (5 partials)", {{s13}}, [](const auto& t) { return ops::sum(t[0]); }, sum_tol, exact()});
+    check_all({"mean (5 partials)", {{s13}}, [](const auto& t) { return ops::mean(t[0]); },
+               DtypeTolerance{Tolerance{sum_abs / n, 2e-6}, Tolerance{sum_abs / n, 1.0 / 1024}, Tolerance{sum_abs / n, 1.0 / 128}},
+               exact()});
+  }
+  check_all({"max_pool2d (several blocks)", {{{2, 45, 57, 13}}}, [](const auto& t) { return ops::max_pool2d(t[0], 3, 2, 1); },
+             exact(), exact()});
+  check_all({"adaptive_avg_pool2d 6 (several blocks)", {{s13}},
+             [](const auto& t) { return ops::adaptive_avg_pool2d(t[0], 6, 6); }, one_rounding(1e-6), one_rounding(2e-6)});
+  check_all({"resize_bilinear up (several blocks)", {{{2, 11, 13, 13}}},
+             [](const auto& t) { return ops::resize_bilinear(t[0], 23, 29); }, one_rounding(1e-6), one_rounding(4e-6)});
+  {
+    const double r = (2.0 * 37 + 16.0) / 16777216.0;  // the softmax header's bound for C = 37
+    check_all({"log_softmax C=37 (several blocks)", {{s37}}, [](const auto& t) { return ops::log_softmax(t[0]); },
+               one_rounding(r), one_rounding(4 * r)});
+    const Tensor labels = labels_for({2, 23, 29}, 37, 5);
+    check_all({"softmax_nll_loss C=37 (several blocks)", {{s37}, {{}, 1, 0, false, DType::i32, labels}},
+               [](const auto& t) { return ops::softmax_nll_loss(t[0], t[1]); }, one_rounding(1e-5), one_rounding(1e-5)});
+  }
+  // BatchNorm (training: moments over 6 chunks, merged; apply and backward grid-stride loops): C = 37
+  // runs the scalar path in every dtype; C = 20 the 16-byte one in f32 (20 % 4 == 0) and the scalar
+  // one in f16/bf16 (20 % 8 != 0). Tolerance as in the batch_norm case above.
+  const DtypeTolerance bn{Tolerance{2e-5, 2e-5}, Tolerance{2.0 / 1024, 2.0 / 1024}, Tolerance{2.0 / 128, 2.0 / 128}};
+  for (int64_t C : {37, 20})
+    for (BnActivation act : {BnActivation::none, BnActivation::relu6}) {
+      CAPTURE(C);
+      CAPTURE(static_cast<int>(act));
+      Tensor rm_cpu = Tensor::zeros({C}, DType::f32, Device::cpu()), rv_cpu = Tensor::full({C}, 1.0, DType::f32, Device::cpu());
+      Tensor rm_gpu = rm_cpu.to(cuda0()), rv_gpu = rv_cpu.to(cuda0());
+      const double beta_shift = act == BnActivation::relu6 ? 3.0 : 0.0;
+      check_all({"batch_norm (several blocks)",
+                 {{{2, 23, 29, C}, 2.0, 3.0}, {{C}, 0.2, 1.0, true, DType::f32}, {{C}, 0.2, beta_shift, true}},
+                 [&](const auto& t) {
+                   ops::BatchNormOptions o;
+                   o.training = true;
+                   o.momentum = 0.1;
+                   o.act = act;
+                   Tensor& rm = t[0].device().is_cpu() ? rm_cpu : rm_gpu;
+                   Tensor& rv = t[0].device().is_cpu() ? rv_cpu : rv_gpu;
+                   return ops::batch_norm(t[0], ops::cast(t[1], DType::f32), ops::cast(t[2], DType::f32), rm, rv, o);
+                 },
+                 bn, bn});
+    }
+  check_all({"concat_channels (several blocks)", {{s13}, {{2, 23, 29, 3}}},
+             [](const auto& t) { return ops::concat_channels({t[0], t[1]}); }, exact(), exact()});
+  check_all({"cast to f16 (several blocks)", {{s13}}, [](const auto& t) { return ops::cast(t[0], DType::f16); }, exact(),
+             exact()});
+  check_all({"dropout2d (several blocks)", {{s13}}, [](const auto& t) { return ops::dropout2d(t[0], 0.3, true); }, exact(),
+             exact(), true, 1, [] { reset_global_rng(42); }});
 }
 
 TEST_CASE("cuda ops: f64 stays on the CPU, and mixed devices name both") {
