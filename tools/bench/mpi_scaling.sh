@@ -7,7 +7,11 @@
 # Issue 16's goal: 2 ranks x 1 thread >= 1.7x one process of 1 thread on the 2-core machine.
 #
 #   tools/bench/mpi_scaling.sh [--rounds R] [--steps N] [--threads T] [--batch B] [--size S]
-#                              [--model ENCODER-DECODER]
+#                              [--model ENCODER-DECODER] [--sync-bn]
+#
+# --sync-bn: the 2 ranks run SyncBN (TRAIN.sync_bn true, the training default: one more all-reduce
+# pair per BatchNorm, forward and backward); without it BatchNorm is per rank, as the one process's
+# per sub-batch BatchNorm. Either way the two sides do the same arithmetic work per step.
 #
 # Defaults: 3 rounds, 12 steps (the first 2 not timed), 1 thread, batch 2 per sub-batch, 128-px
 # images of the generated dataset, MobileNetV2dilated-C1_deepsup. Needs build/bin/segtrain built
@@ -16,7 +20,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
-rounds=3 steps=12 threads=1 batch=2 size=128 model=mobilenetv2dilated-c1_deepsup
+rounds=3 steps=12 threads=1 batch=2 size=128 model=mobilenetv2dilated-c1_deepsup sync_bn=false
 while [ $# -gt 0 ]; do
   case "$1" in
     --rounds) rounds="$2"; shift 2 ;;
@@ -25,7 +29,8 @@ while [ $# -gt 0 ]; do
     --batch) batch="$2"; shift 2 ;;
     --size) size="$2"; shift 2 ;;
     --model) model="$2"; shift 2 ;;
-    -h|--help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --sync-bn) sync_bn=true; shift ;;
+    -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "mpi_scaling.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -54,12 +59,12 @@ common=(--cfg configs/synth-mobilenetv2dilated-c1_deepsup.json --threads "$threa
 step_seconds() {
   awk -F, -v images="$2" 'NR > 3 { s += images / $7; n++ } END { printf "%.4f", s / n }' "$1/history.csv"
 }
-echo "model $model, ${size}px, global batch $((2 * batch)), $steps steps (2 warm-up), $threads thread(s) per process"
+echo "model $model, ${size}px, global batch $((2 * batch)), $steps steps (2 warm-up), $threads thread(s) per process, 2 ranks with TRAIN.sync_bn $sync_bn"
 printf "%-6s %14s %13s %17s %9s %9s\n" round "1 process (s)" "2 ranks (s)" "2 independent (s)" speed-up ceiling
 ratios=() ceilings=()
 for r in $(seq 1 "$rounds"); do
   "$segtrain" train "${common[@]}" DIR "$work/one$r" TRAIN.sub_batches_per_rank 2 >/dev/null
-  mpirun --allow-run-as-root --oversubscribe -np 2 "$segtrain" train "${common[@]}" DIR "$work/two$r" >/dev/null
+  mpirun --allow-run-as-root --oversubscribe -np 2 "$segtrain" train "${common[@]}" DIR "$work/two$r" TRAIN.sync_bn "$sync_bn" >/dev/null
   # The ceiling: two independent processes of one sub-batch each, at the same time.
   "$segtrain" train "${common[@]}" DIR "$work/a$r" >/dev/null &
   "$segtrain" train "${common[@]}" DIR "$work/b$r" TRAIN.seed 305 >/dev/null
