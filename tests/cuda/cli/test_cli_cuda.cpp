@@ -281,8 +281,8 @@ TEST_CASE("segtrain train --gpus 0-1 on two simulated GPUs equals one GPU runnin
 // kink flip may have moved (tests/cuda/test_model_steps.cpp).
 // The simulator runs this one without its stream race detector and host-access faults: at 96 px
 // the race detector's bookkeeping took over 8 CPU minutes for the first training step alone (the
-// whole run takes about 45 s without both), and the cases above, test_cuda and
-// test_cuda_slow run the same train, eval and predict code paths with both on.
+// whole case, 2 steps and its CPU demo, takes 66 CPU-s without both), and the cases above,
+// test_cuda and test_cuda_slow run the same train, eval and predict code paths with both on.
 TEST_CASE("segtrain demo --device cuda:0, shortened, trains, evaluates and writes its outputs on the simulated GPU") {
   struct SimChecksOff {  // segtrain_sim reads these at start-up (kernels/sim/sim.h)
     SimChecksOff() {
