@@ -2,20 +2,26 @@
 // properties of a step: one read-back, no cudaMalloc once warm, the loss falling over ten steps.
 //
 // The comparison: the same initial weights (built with the same seed), the same images and labels,
-// one forward + backward + SGD step (momentum 0.9, weight decay 1e-4) on each device; then the
-// loss and every parameter after the step are compared element by element. What may differ is
-// the order of floating-point sums (convolutions, BatchNorm moments, the loss), so the tolerance
-// is stated per quantity below.
+// one forward + backward + SGD step (momentum 0.9, weight decay 1e-4) on each device. What may
+// differ is the order of floating-point sums (convolutions, BatchNorm moments, the loss), and,
+// through it, which side of a ReLU/ReLU6 kink a pre-activation falls on. So the whole steps are
+// compared op by op (check_step_replay, tests/cuda/step_replay.h: every upstream config, O0-O3),
+// or, for the parameter updates as a whole, against a float64 step (check_step_against_f64); the
+// element-wise whole-step comparison (check_step_equal) is kept, reported as skipped, for the
+// measurements in docs/cuda-backend.md.
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
-#include <limits>
 #include <cstdlib>
+#include <limits>
+#include <optional>
 #include <string>
 
 #include "core/allocator.h"
 #include "core/amp_step.h"
+#include "core/op_observer.h"
 #include "core/readback.h"
 #include "core/rng.h"
 #include "core/stream.h"
@@ -27,6 +33,7 @@
 #include "tests/cuda/cuda_backend_util.h"
 #include "tests/common/requirement.h"
 #include "tests/cuda/op_check.h"
+#include "tests/cuda/step_replay.h"
 #include "tests/kernels/cuda/typed_host.h"
 
 using namespace seg;
@@ -73,7 +80,9 @@ struct StepResult {
   uint64_t readbacks = 0;  // device-to-host copies during the step
 };
 
-StepResult step(Trainee& t, const AmpConfig& amp, const Tensor& images, const Tensor& labels, int64_t num_class) {
+// `observer`, when given, sees the forward and backward ops (not the optimizer step).
+StepResult step(Trainee& t, const AmpConfig& amp, const Tensor& images, const Tensor& labels, int64_t num_class,
+                OpObserver* observer = nullptr) {
   const Device device = t.model->device();
   const uint64_t before = device_to_host_copies();
   t.model->train(true);
@@ -82,10 +91,14 @@ StepResult step(Trainee& t, const AmpConfig& amp, const Tensor& images, const Te
   reset_global_rng(99);  // the same dropout masks on both devices
   TrainOutput out;
   {
-    Autocast ac(amp);
-    out = t.model->forward_train(images.to(device).to(t.input), labels.to(device));
+    std::optional<ScopedOpObserver> watch;
+    if (observer) watch.emplace(*observer);
+    {
+      Autocast ac(amp);
+      out = t.model->forward_train(images.to(device).to(t.input), labels.to(device));
+    }
+    scaled_backward(out.loss, *t.scaler);
   }
-  scaled_backward(out.loss, *t.scaler);
   ReadBack rb(device);
   const size_t loss_slot = rb.add(out.loss), stats_slot = rb.add(out.stats);
   const StepOutcome o = unscale_and_step(*t.scaler, {t.enc.get(), t.dec.get()}, &rb);
@@ -156,6 +169,101 @@ void check_step_equal(const ModelConfig& mc, const char* level, int64_t size, in
   }
 }
 
+// One training step on cuda:0 against the CPU's, op by op (tests/cuda/step_replay.h: each op on
+// cuda:0 is fed the CPU's inputs, so a ReLU/ReLU6 kink flip cannot make the two steps part ways).
+// Checked: the same op sequence forward and backward; every op input the CPU's, bit for bit; every
+// op output and every gradient a backward node returns within the replay's bound: in O0 against
+// the same step replayed in float64, 8x the CPU's own largest error on that output plus 8 f32
+// roundings of the element's terms and one of the element; in the AMP levels one rounding to the
+// storage dtype plus 64 f32 roundings of the terms (step_replay.h). Then, after the SGD step
+// (whose gradients were the CPU's bits), the parameters and the BatchNorm running statistics:
+// what the optimizer, the loss scaler and the statistics' update did on the device.
+void check_step_replay(const ModelConfig& mc, const std::string& level, const std::string& amp_dtype, int64_t label_size) {
+  CAPTURE(mc.arch_encoder);
+  CAPTURE(mc.arch_decoder);
+  CAPTURE(level);
+  CAPTURE(amp_dtype);
+  const test::ScopedTf32 strict_f32(false);  // f32 convolutions in f32, as on the CPU
+  AmpConfig amp = make_amp_config(level, amp_dtype);
+  // Dynamic scaling starts at 2^16, where this step's f16 gradients overflow (inf and NaN on both
+  // devices, the step skipped): start at 2^10 so that the replay compares finite gradients and the
+  // optimizer steps.
+  if (amp.scaler.enabled && amp.scaler.dynamic) amp.scaler.init_scale = 1024;
+  const bool f64_reference = level == "O0";
+  const Tensor images = random_tensor({2, 32, 32, 3}, DType::f32, 3);
+  const Tensor labels = random_labels({2, label_size, label_size}, mc.num_class, 4);
+  using Clock = std::chrono::steady_clock;
+  const auto t0 = Clock::now();
+  Trainee cpu = make_trainee(mc, amp, Device::cpu());
+  StepRecorder recorder;
+  const StepResult a = step(cpu, amp, images, labels, mc.num_class, &recorder);
+  const StepRecord& want = recorder.record;
+  std::optional<StepReplayer> reference;
+  if (f64_reference) {
+    Trainee ref = make_trainee(mc, amp, Device::cpu(), true);
+    reference.emplace(want, StepReplayer::Role::reference);
+    step(ref, amp, images, labels, mc.num_class, &*reference);
+    for (const std::string& e : reference->sequence_errors()) CHECK_MESSAGE(false, "f64 reference: ", e);
+    REQUIRE(reference->forward_seen() == want.forward.size());
+    REQUIRE(reference->backward_seen() == want.backward.size());
+    CHECK_MESSAGE(reference->input_differences().empty(), reference->input_differences().size(),
+                  " op inputs of the f64 replay were not the CPU's values, first: ",
+                  reference->input_differences().empty() ? "" : reference->input_differences().front());
+  }
+  allocator_for(Device::cpu()).release_cached();  // the f64 model's memory (ResNet101: about 1 GB)
+  const auto t1 = Clock::now();
+  Trainee gpu = make_trainee(mc, amp, cuda0());
+  StepReplayer replayer(want, StepReplayer::Role::check, reference ? &reference->computed() : nullptr);
+  const StepResult b = step(gpu, amp, images, labels, mc.num_class, &replayer);
+  const auto t2 = Clock::now();
+  MESSAGE(mc.arch_encoder, "-", mc.arch_decoder, " ", level, f64_reference ? std::string() : " " + amp_dtype, ": ",
+          want.forward.size(), " forward ops, ",
+          want.backward.size(), " backward nodes, ", replayer.outputs_compared(), " outputs compared (",
+          replayer.kink_channels_skipped(), " BatchNorm channels left out: a kink flip was possible)",
+          std::string(f64_reference ? " against f64" : ""), "; loss ", a.loss, " (cpu), ", b.loss, " (cuda:0); cpu steps ",
+          std::chrono::duration<double>(t1 - t0).count(), " s, cuda:0 step ", std::chrono::duration<double>(t2 - t1).count(),
+          " s; worst errors per op:\n", replayer.stats_table());
+  for (const std::string& e : replayer.sequence_errors()) CHECK_MESSAGE(false, e);
+  CHECK(replayer.forward_seen() == want.forward.size());
+  CHECK(replayer.backward_seen() == want.backward.size());
+  CHECK(want.forward.size() > 50);  // the observer really saw the model
+  CHECK_MESSAGE(replayer.input_differences().empty(), replayer.input_differences().size(),
+                " op inputs on cuda:0 were not the CPU's bits, first: ",
+                replayer.input_differences().empty() ? "" : replayer.input_differences().front());
+  const auto& bad = replayer.mismatches();
+  for (size_t i = 0; i < std::min<size_t>(bad.size(), 10); ++i) CHECK_MESSAGE(false, bad[i]);
+  CHECK_MESSAGE(bad.empty(), bad.size(), " op outputs outside the bound");
+  CHECK(a.stepped);  // finite gradients: the optimizer ran (the loss scale above)
+  CHECK(b.stepped);
+  CHECK(a.acc.valid == b.acc.valid);
+  CHECK(a.acc.correct == b.acc.correct);
+  // The step itself, from the same gradients: the parameters (and O2's master weights behind them)
+  // bit for bit, as measured in every level; the BatchNorm running statistics within a few f32
+  // roundings of 1 (the running variance's size), since each device updates them from its own
+  // moments, which differ by f32 rounding (measured: at most 2^-23 apart).
+  const Tolerance exact{}, running_stats{0x1p-21, 0x1p-22};
+  const auto pa = cpu.model->named_parameters(), pb = gpu.model->named_parameters();
+  REQUIRE(pa.size() == pb.size());
+  double pmax_abs = 0, pmax_rel = 0, bmax_abs = 0, bmax_rel = 0;
+  for (size_t i = 0; i < pa.size(); ++i) {
+    CAPTURE(pa[i].name);
+    REQUIRE(pb[i].tensor->device() == cuda0());
+    SEG_CHECK_CLOSE(*pb[i].tensor, *pa[i].tensor, exact);
+    const Comparison c = compare(*pb[i].tensor, *pa[i].tensor);
+    pmax_abs = std::max(pmax_abs, c.max_abs), pmax_rel = std::max(pmax_rel, c.max_rel);
+  }
+  const auto ba = cpu.model->named_buffers(), bb = gpu.model->named_buffers();
+  REQUIRE(ba.size() == bb.size());
+  for (size_t i = 0; i < ba.size(); ++i) {
+    if (!is_floating(ba[i].tensor->dtype())) continue;
+    CAPTURE(ba[i].name);
+    SEG_CHECK_CLOSE(*bb[i].tensor, *ba[i].tensor, running_stats);
+    const Comparison c = compare(*bb[i].tensor, *ba[i].tensor);
+    bmax_abs = std::max(bmax_abs, c.max_abs), bmax_rel = std::max(bmax_rel, c.max_rel);
+  }
+  MESSAGE("after the step: parameters max abs ", pmax_abs, " rel ", pmax_rel, "; buffers max abs ", bmax_abs, " rel ", bmax_rel);
+}
+
 }  // namespace
 
 // The whole-step comparisons below (check_step_equal) are not yet a valid test: they fail on the
@@ -215,24 +323,6 @@ TEST_CASE("a warmed-up training step on cuda:0 makes no cudaMalloc and one read-
     }
     CHECK(alloc.stats().system_allocs == before);
   }
-}
-
-// Issue 14's done-when: one training step of each of upstream's seven configs at its smallest input
-// (32x32: the padding constant of the stride-32 configs; labels at the decoder's stride, 8 or 4) on
-// the simulated device, equal to the CPU step with the O0 tolerances above.
-TEST_CASE("one training step of each of the seven configs at 32x32 on cuda:0 equals the CPU step" *
-          SEG_REQUIRES(step_compare)) {
-  struct Config {
-    const char *enc, *dec;
-    int64_t fc_dim, label;
-  };
-  const Config configs[] = {{"mobilenetv2dilated", "c1_deepsup", 320, 4}, {"resnet18dilated", "ppm_deepsup", 512, 4},
-                            {"resnet50dilated", "ppm_deepsup", 2048, 4},  {"resnet101dilated", "ppm_deepsup", 2048, 4},
-                            {"resnet50", "upernet", 2048, 8},            {"resnet101", "upernet", 2048, 8},
-                            {"hrnetv2", "c1", 720, 8}};
-  for (const Config& c : configs)
-    check_step_equal(model_config(c.enc, c.dec, c.fc_dim, 7), "O0", 32, 2, c.label, Tolerance{1e-6, 1e-4},
-                     Tolerance{2e-5, 1e-5});
 }
 
 TEST_CASE("ten steps of the synth demo model on cuda:0 learn: the loss falls" * doctest::test_suite("slow")) {
@@ -329,4 +419,66 @@ void check_step_against_f64(const ModelConfig& mc, int64_t label_size, uint64_t 
 TEST_CASE("one O0 step on cuda:0 is as close to the float64 step as the CPU's f32 step" * doctest::test_suite("slow")) {
   SUBCASE("MobileNetV2dilated-C1_deepsup") { check_step_against_f64(model_config("mobilenetv2dilated", "c1_deepsup", 320, 7), 4, 19); }
   SUBCASE("ResNet18dilated-PPM_deepsup") { check_step_against_f64(model_config("resnet18dilated", "ppm_deepsup", 512, 7), 4, 19); }
+}
+
+// Issue 14's done-when: one training step of each of upstream's seven configs at its smallest input
+// on the simulated device, replayed op by op against the CPU step (check_step_replay). The input is
+// 32x32 for all seven: one padding unit of the stride-32 configs (UPerNet, HRNetV2), and the size
+// issue 14 names for MobileNetV2dilated-C1_deepsup and ResNet18dilated-PPM_deepsup; labels at the
+// decoder's output stride (segm_downsampling_rate: 8, or 4 for UPerNet and HRNetV2).
+namespace {
+void replay(const char* enc, const char* dec, int64_t fc_dim, int64_t label, const char* level = "O0",
+            const char* amp_dtype = "f16") {
+  check_step_replay(model_config(enc, dec, fc_dim, 7), level, amp_dtype, label);
+  // The next config needs other block sizes: give the cached ones back (the five large configs in
+  // one process peaked at 11.6 GB without this).
+  allocator_for(cuda0()).release_cached();
+  allocator_for(Device::cpu()).release_cached();
+}
+}  // namespace
+
+// Host-access faults (kernels/sim: every launch opens and closes every device allocation to host
+// code with mprotect, so that a host dereference of device memory faults as it would on a GPU) cost
+// time in proportion to launches x allocations: one step of ResNet101-UPerNet took 250 CPU seconds
+// with them, 178 of them in the kernel, and 78 without (SEG_SIM_HOST_FAULTS=0). The O0 steps of
+// MobileNetV2dilated-C1_deepsup and ResNet18dilated-PPM_deepsup run with them (test_cuda_slow), and
+// so do the other slow cases above and the CLI suite; the AMP levels of those two and the five
+// larger configs run the same ops without them, as the CTest tests test_cuda_amp_steps and
+// test_cuda_large_model_steps, which set SEG_SIM_HOST_FAULTS=0 (tests/cuda/CMakeLists.txt).
+namespace {
+std::string host_faults_off() {
+  const char* v = std::getenv("SEG_SIM_HOST_FAULTS");
+  return !simulated() || (v && std::string(v) == "0")
+             ? std::string()
+             : std::string("these steps run with the simulator's host-access faults off: set SEG_SIM_HOST_FAULTS=0 "
+                           "(tests/cuda/test_model_steps.cpp says why)");
+}
+}  // namespace
+SEG_TEST_REQUIREMENT(amp_steps, host_faults_off);
+SEG_TEST_REQUIREMENT(large_model_steps, host_faults_off);
+
+TEST_CASE("one O0 training step of MobileNetV2dilated-C1_deepsup and ResNet18dilated-PPM_deepsup at 32x32 on cuda:0 "
+          "replays the CPU step op by op" *
+          doctest::test_suite("slow")) {
+  SUBCASE("MobileNetV2dilated-C1_deepsup") { replay("mobilenetv2dilated", "c1_deepsup", 320, 4); }
+  SUBCASE("ResNet18dilated-PPM_deepsup") { replay("resnet18dilated", "ppm_deepsup", 512, 4); }
+}
+
+TEST_CASE("a training step of MobileNetV2dilated-C1_deepsup and ResNet18dilated-PPM_deepsup on cuda:0 replays the CPU "
+          "step op by op in O1-O3, f16 and bf16" *
+          SEG_REQUIRES(amp_steps)) {
+  for (const char* dtype : {"f16", "bf16"})
+    for (const char* level : {"O1", "O2", "O3"}) {
+      replay("mobilenetv2dilated", "c1_deepsup", 320, 4, level, dtype);
+      replay("resnet18dilated", "ppm_deepsup", 512, 4, level, dtype);
+    }
+}
+
+TEST_CASE("one training step of each of the five other configs at 32x32 on cuda:0 replays the CPU step op by op (O0)" *
+          SEG_REQUIRES(large_model_steps)) {
+  SUBCASE("ResNet50dilated-PPM_deepsup") { replay("resnet50dilated", "ppm_deepsup", 2048, 4); }
+  SUBCASE("ResNet101dilated-PPM_deepsup") { replay("resnet101dilated", "ppm_deepsup", 2048, 4); }
+  SUBCASE("ResNet50-UPerNet") { replay("resnet50", "upernet", 2048, 8); }
+  SUBCASE("ResNet101-UPerNet") { replay("resnet101", "upernet", 2048, 8); }
+  SUBCASE("HRNetV2-C1") { replay("hrnetv2", "c1", 720, 8); }
 }

@@ -21,6 +21,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -268,4 +269,79 @@ TEST_CASE("segtrain train --gpus 0-1 on two simulated GPUs equals one GPU runnin
                                                 one_dir));
   CHECK(eval.exit_code == 2);
   CHECK(eval.output.find("for segtrain train") != std::string::npos);
+}
+
+// The README's main command on the simulated GPU, shortened: `segtrain demo --smoke --steps 2
+// --device cuda:0` (the smoke dataset: 48 training images, 12 validation images of 96-128 px;
+// 2 steps of 4 images at 96 px) runs every stage end to end: it generates the data, trains on
+// cuda:0, evaluates on cuda:0 and writes the checkpoints, the training plot and one prediction
+// PNG per validation image. The first step's loss is one forward pass of the same weights on the
+// same batch, so it must equal the CPU demo's (--no-tf32: strict f32 on both; bound as in the
+// train case above). Later numbers are not compared: the second step starts from weights that a
+// kink flip may have moved (tests/cuda/test_model_steps.cpp).
+// The simulator runs this one without its stream race detector and host-access faults: at 96 px
+// the race detector's bookkeeping took over 8 CPU minutes for the first training step alone (the
+// whole case, 2 steps and its CPU demo, takes 66 CPU-s without both), and the cases above,
+// test_cuda and test_cuda_slow run the same train, eval and predict code paths with both on.
+TEST_CASE("segtrain demo --device cuda:0, shortened, trains, evaluates and writes its outputs on the simulated GPU") {
+  struct SimChecksOff {  // segtrain_sim reads these at start-up (kernels/sim/sim.h)
+    SimChecksOff() {
+      ::setenv("SEG_SIM_RACE_CHECK", "0", 1);
+      ::setenv("SEG_SIM_HOST_FAULTS", "0", 1);
+    }
+    ~SimChecksOff() {
+      ::unsetenv("SEG_SIM_RACE_CHECK");
+      ::unsetenv("SEG_SIM_HOST_FAULTS");
+    }
+  } checks_off;
+  const std::string data = seg::test::fresh_dir("demo_cuda_data"), gpu_out = seg::test::fresh_dir("demo_cuda"),
+                    cpu_out = seg::test::fresh_dir("demo_cuda_cpu");
+  auto demo = [&](const std::string& out, const std::vector<std::string>& device_flags) {
+    std::vector<std::string> args = {"demo", "--smoke", "--steps", "2", "--threads", "1", "--data", data, "--out", out};
+    args.insert(args.end(), device_flags.begin(), device_flags.end());
+    return run_segtrain(args);
+  };
+  const auto on_gpu = demo(gpu_out, {"--device", "cuda:0", "--no-tf32"});
+  INFO(on_gpu.output);
+  REQUIRE(on_gpu.exit_code == 0);
+  CHECK(on_gpu.output.find("[1/4] dataset: generating") != std::string::npos);
+  CHECK(on_gpu.output.find("for 2 steps of 4 images") != std::string::npos);
+  CHECK(on_gpu.output.find(") on cuda:0 ...") != std::string::npos);
+  CHECK(on_gpu.output.find("[3/4] evaluating") != std::string::npos);
+  CHECK(on_gpu.output.find("Mean IoU: ") != std::string::npos);
+  CHECK(on_gpu.output.find("[4/4] done") != std::string::npos);
+  CHECK(on_gpu.output.find("on 12 validation images") != std::string::npos);
+  const auto [miou, acc] = eval_numbers(on_gpu.output);
+  CHECK(miou >= 0.0);
+  CHECK(miou <= 1.0);
+  CHECK(acc >= 0.0);
+  CHECK(acc <= 100.0);
+
+  // Trained: two steps in the history, finite, the first equal to the CPU demo's first.
+  const std::vector<double> gpu_losses = history_losses(gpu_out);
+  REQUIRE(gpu_losses.size() == 2);
+  CHECK(std::isfinite(gpu_losses[1]));
+  const auto on_cpu = demo(cpu_out, {"--device", "cpu"});
+  INFO(on_cpu.output);
+  REQUIRE(on_cpu.exit_code == 0);
+  CHECK(on_cpu.output.find("dataset: " + data + " (already there)") != std::string::npos);
+  const std::vector<double> cpu_losses = history_losses(cpu_out);
+  REQUIRE(cpu_losses.size() == 2);
+  MESSAGE("demo first-step loss: cpu ", cpu_losses[0], ", cuda:0 ", gpu_losses[0], "; second: ", cpu_losses[1], " / ",
+          gpu_losses[1], "; cuda:0 mIoU ", miou, ", accuracy ", acc, "%");
+  SEG_CHECK_CLOSE(std::vector<double>{gpu_losses[0]}, std::vector<double>{cpu_losses[0]},
+                  seg::test::Tolerance{0, 16.0 / (1 << 24)});
+
+  // The outputs, written from the device's tensors.
+  namespace fs = std::filesystem;
+  for (const char* f : {"/encoder_epoch_1.safetensors", "/decoder_epoch_1.safetensors", "/history.svg", "/history.csv"}) {
+    CAPTURE(f);
+    CHECK(fs::is_regular_file(gpu_out + f));
+  }
+  const seg::SafetensorsFile enc = seg::read_safetensors(gpu_out + "/encoder_epoch_1.safetensors");
+  CHECK(enc.tensors.size() > 100);
+  int pngs = 0;
+  for (const auto& e : fs::directory_iterator(gpu_out + "/result"))
+    if (e.path().extension() == ".png" && fs::file_size(e.path()) > 0) ++pngs;
+  CHECK(pngs == 12);
 }
