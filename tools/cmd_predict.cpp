@@ -14,13 +14,15 @@
 #include "tools/console.h"
 #include "tools/evaluate.h"
 #include "tools/model_setup.h"
+#include "tools/ranks.h"
 
 namespace seg::cli {
 
 namespace {
 const char* kUsage =
     "usage: segtrain predict --cfg FILE --imgs PATH [--out DIR] [--checkpoint NAME | --encoder F --decoder F]\n"
-    "                        [--npy] [--scales LIST] [--non-strict] [--amp LEVEL] [--device D [--no-tf32] [--engine NAME] [--deterministic]]\n"
+    "                        [--npy] [--scales LIST] [--non-strict] [--amp LEVEL] [--device D | --gpus LIST] [--no-tf32]\n"
+    "                        [--engine NAME] [--deterministic]\n"
     "                        [--threads N] [KEY VALUE ...]\n"
     "\n"
     "Segments an image, or every .jpg/.jpeg/.png in a folder, with multi-scale averaging as eval does.\n"
@@ -34,6 +36,8 @@ const char* kUsage =
     "  --checkpoint NAME  like TEST.checkpoint (default): epoch_20.pth -> DIR/encoder_epoch_20.safetensors ...\n"
     "  --scales LIST      short sides (default: DATASET.imgSizes)\n"
     "  --non-strict       load checkpoints like upstream's strict=False (skip missing/unexpected tensors)\n"
+    "  --gpus LIST        GPUs, e.g. 0-3: a thread per GPU, each predicting every N-th image (lines still\n"
+    "                     printed in the list's order)\n"
     "  --engine NAME      on CUDA, who runs convolutions and GEMMs: own (default: the project's kernels),\n"
     "                     cublaslt, cudnn or auto (the faster per shape) (TRAIN.engine)\n"
     "  --deterministic    on CUDA, cuDNN/cuBLASLt pick deterministic algorithms only (TRAIN.deterministic)\n"
@@ -130,39 +134,41 @@ int cmd_predict(const Args& args) {
   CommonFlags f = flags;
   if (!scales.empty()) f.overrides.insert(f.overrides.end(), {"DATASET.imgSizes", scales});
   const Config cfg = load_run_config(f);
-  const Device device = resolve_device(f, &cfg);
   const std::vector<std::string> paths = collect_images(imgs);
   if (out.empty()) out = cfg.TEST.result;
   make_dirs(out);
-  // Under mpirun rank r predicts images r, r + size, ... (each writes its own files); only rank 0
-  // prints: what it loaded (every rank loads the same files), and every image's lines, gathered
-  // round by round (round k: images k*size .. k*size + size-1, one per rank) so they come in the
-  // list's order, as one process prints them.
-  Communicator& comm = world();
-  auto model = load_model_for_inference(cfg, choice, cfg.TEST.checkpoint, comm.rank() != 0, device);
-  const ClassTable classes = load_class_table(cfg);
-  const AmpConfig amp = amp_config(cfg);
-  data::TestDataset dataset(dataset_options(cfg, f), paths);
-  data::EvalLoader loader(dataset, comm.rank(), comm.size());
-  const int64_t ranks = comm.size(), rounds = (static_cast<int64_t>(paths.size()) + ranks - 1) / ranks;
-  for (int64_t round = 0; round < rounds; ++round) {
-    // A rank whose images are done (fewer in its share, or unreadable ones skipped) sends nothing.
-    std::optional<data::EvalSample> sample = loader.next();
-    const std::string text = sample ? predict_image(*model, *sample, amp, classes, out, npy) : std::string();
-    if (ranks == 1) std::fputs(text.c_str(), stdout);
-    else {
-      const std::vector<std::string> texts = comm.allgather_string(text);
-      if (comm.rank() == 0)
-        for (const std::string& t : texts) std::fputs(t.c_str(), stdout);
+  // Several ranks (mpirun, or --gpus 0-1: a thread per GPU; tools/ranks.h): rank r predicts
+  // images r, r + size, ... (each writes its own files); only rank 0 prints: what it loaded (every
+  // rank loads the same files), and every image's lines, gathered round by round (round k: images
+  // k*size .. k*size + size-1, one per rank) so they come in the list's order, as one process
+  // prints them.
+  run_ranks(cfg, f, [&](const RankContext& rank) {
+    Communicator& comm = rank.comm;
+    auto model = load_model_for_inference(cfg, choice, cfg.TEST.checkpoint, comm.rank() != 0, rank.device);
+    const ClassTable classes = load_class_table(cfg);
+    const AmpConfig amp = amp_config(cfg);
+    data::TestDataset dataset(dataset_options(cfg, rank.flags), paths);
+    data::EvalLoader loader(dataset, comm.rank(), comm.size());
+    const int64_t ranks = comm.size(), rounds = (static_cast<int64_t>(paths.size()) + ranks - 1) / ranks;
+    for (int64_t round = 0; round < rounds; ++round) {
+      // A rank whose images are done (fewer in its share, or unreadable ones skipped) sends nothing.
+      std::optional<data::EvalSample> sample = loader.next();
+      const std::string text = sample ? predict_image(*model, *sample, amp, classes, out, npy) : std::string();
+      if (ranks == 1) std::fputs(text.c_str(), stdout);
+      else {
+        const std::vector<std::string> texts = comm.allgather_string(text);
+        if (comm.rank() == 0)
+          for (const std::string& t : texts) std::fputs(t.c_str(), stdout);
+      }
     }
-  }
-  double skipped = static_cast<double>(loader.skipped());
-  comm.allreduce_sum(&skipped, 1);
-  comm.barrier();  // every rank's files are written
-  if (comm.rank() == 0) {
-    if (skipped > 0) std::printf("skipped %lld unreadable image(s)\n", static_cast<long long>(skipped));
-    std::printf("results in %s\n", out.c_str());
-  }
+    double skipped = static_cast<double>(loader.skipped());
+    comm.allreduce_sum(&skipped, 1);
+    comm.barrier();  // every rank's files are written
+    if (comm.rank() == 0) {
+      if (skipped > 0) std::printf("skipped %lld unreadable image(s)\n", static_cast<long long>(skipped));
+      std::printf("results in %s\n", out.c_str());
+    }
+  });
   return 0;
 }
 

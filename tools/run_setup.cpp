@@ -154,11 +154,11 @@ Device resolve_device(const CommonFlags& flags, const Config* cfg) {
   Device dev = Device::cpu();
   if (!flags.gpus.empty()) {
     const std::vector<int> gpus = parse_gpu_list(flags.gpus);
-    // Several GPUs: segtrain train gives each a thread (tools/trainer.cpp) and resolves each
+    // Several GPUs: train, eval and predict give each a thread (tools/ranks.h) and resolve each
     // one alone; every other command runs on one device.
     if (gpus.size() > 1)
       throw Error(ErrorKind::usage, str("--gpus ", flags.gpus, ": ", gpus.size(),
-                                        " GPUs are for segtrain train (one thread per GPU); this command uses one"))
+                                        " GPUs are for segtrain train, eval and predict (one thread per GPU); this command uses one"))
           .key("--gpus")
           .hint("give one GPU, e.g. --gpus 0 or --device cuda:0");
     dev = Device::cuda(gpus[0]);

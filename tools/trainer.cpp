@@ -8,10 +8,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
-#include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
-#include <thread>
 #include <unordered_map>
 
 #include "core/allocator.h"
@@ -43,6 +41,7 @@
 #include "tools/device_batches.h"
 #include "tools/history.h"
 #include "tools/preflight.h"
+#include "tools/ranks.h"
 #include "tools/resume_check.h"
 #include "tools/train_state.h"
 
@@ -568,83 +567,16 @@ TrainSummary train_rank(const Config& cfg, const CommonFlags& flags, const Train
   return summary;
 }
 
-// --gpus 0-1: one process, one host thread per GPU, an NCCL communicator each (ncclCommInitAll).
-// A rank that fails aborts the others' communicators, so none waits in a collective for it; the
-// error reported is the first one that is not such an abort.
-TrainSummary train_threads(const Config& cfg, const CommonFlags& flags, const TrainRunOptions& opt,
-                           const std::vector<int>& gpus) {
-  for (size_t a = 0; a < gpus.size(); ++a)
-    for (size_t b = a + 1; b < gpus.size(); ++b)
-      if (gpus[a] == gpus[b])
-        throw Error(ErrorKind::usage, str("GPU ", gpus[a], " is listed twice in --gpus ", flags.gpus)).key("--gpus");
-  for (int g : gpus) require_device(Device::cuda(g));
-  std::vector<std::unique_ptr<Communicator>> comms = make_nccl_communicators(gpus);
-  std::vector<TrainSummary> summaries(gpus.size());
-  std::vector<std::exception_ptr> errors(gpus.size());
-  std::mutex failed_mutex;
-  std::optional<size_t> first_failed;  // its error is the rank's own, the others' may be the abort
-  std::vector<std::thread> threads;
-  for (size_t r = 0; r < gpus.size(); ++r) {
-    threads.emplace_back([&, r] {
-      try {
-        // Everything this thread creates (streams, events, allocations) belongs to its GPU.
-        set_current_cuda_device(gpus[r]);
-        if (flags.comm_timeout > 0) comms[r]->set_timeout_seconds(flags.comm_timeout);
-        CommonFlags mine = flags;
-        mine.gpus = std::to_string(gpus[r]);
-        const Device device = resolve_device(mine, &cfg);  // the TF32 setting, the engine line
-        summaries[r] = train_rank(cfg, mine, opt, *comms[r], device);
-        synchronize(device);
-      } catch (...) {
-        errors[r] = std::current_exception();
-        std::lock_guard<std::mutex> lock(failed_mutex);
-        if (!first_failed) {
-          first_failed = r;
-          for (auto& c : comms) c->abort(1);
-        }
-      }
-    });
-  }
-  for (std::thread& t : threads) t.join();
-  if (first_failed) std::rethrow_exception(errors[*first_failed]);
-  return summaries[0];
-}
-
-// mpirun with --gpus LIST: LIST is each machine's GPUs, and the process of local rank i drives
-// LIST[i]; NCCL's unique id travels over MPI (ncclCommInitRank), so machines may be several.
-// Written against NCCL's API but never run: the simulator's NCCL lives inside one process.
-TrainSummary train_mpi_gpu(const Config& cfg, const CommonFlags& flags, const TrainRunOptions& opt,
-                           const std::vector<int>& gpus) {
-  Communicator& processes = world();
-  const char* local_env = std::getenv("OMPI_COMM_WORLD_LOCAL_RANK");
-  if (local_env == nullptr) local_env = std::getenv("MPI_LOCALRANKID");
-  if (local_env == nullptr)
-    throw Error(ErrorKind::usage, "mpirun with --gpus: the launcher did not say which process is which on its machine")
-        .key("--gpus")
-        .hint("use Open MPI's mpirun (it sets OMPI_COMM_WORLD_LOCAL_RANK)");
-  const int local = std::atoi(local_env);
-  if (local < 0 || local >= static_cast<int>(gpus.size()))
-    throw Error(ErrorKind::usage, str("rank ", processes.rank(), " is process ", local, " of its machine, but --gpus ",
-                                      flags.gpus, " names ", gpus.size(), " GPU(s)"))
-        .key("--gpus")
-        .hint("start at most as many processes per machine as --gpus lists (mpirun -npernode N)");
-  CommonFlags mine = flags;
-  mine.gpus = std::to_string(gpus[static_cast<size_t>(local)]);
-  const Device device = resolve_device(mine, &cfg);
-  set_current_cuda_device(device.index);
-  std::unique_ptr<Communicator> nccl = make_nccl_communicator(processes, device.index);
-  if (flags.comm_timeout > 0) nccl->set_timeout_seconds(flags.comm_timeout);
-  return train_rank(cfg, mine, opt, *nccl, device);
-}
-
 }  // namespace
 
 TrainSummary run_training(const Config& cfg, const CommonFlags& flags, const TrainRunOptions& opt) {
-  const std::vector<int> gpus = flags.gpus.empty() ? std::vector<int>{} : parse_gpu_list(flags.gpus);
-  if (launched_by_mpi() && world().size() > 1 && !gpus.empty()) return train_mpi_gpu(cfg, flags, opt, gpus);
-  if (gpus.size() > 1) return train_threads(cfg, flags, opt, gpus);
-  // One process: alone, or one rank of mpirun's (docs/distributed.md).
-  return train_rank(cfg, flags, opt, world(), resolve_device(flags, &cfg));
+  // One rank per process, or a thread per GPU (--gpus 0-1): tools/ranks.h. Rank 0's summary (each
+  // process's own under mpirun) is the one returned.
+  std::vector<TrainSummary> summaries(local_rank_count(flags));
+  run_ranks(cfg, flags, [&](const RankContext& r) {
+    summaries[r.local] = train_rank(cfg, r.flags, opt, r.comm, r.device);
+  });
+  return summaries[0];
 }
 
 }  // namespace seg::cli

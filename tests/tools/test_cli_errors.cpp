@@ -47,13 +47,17 @@ TEST_CASE("config errors: unknown key with a suggestion, wrong type, missing fil
   check_error({"eval", "--cfg", cfg, "--engine", "fast"}, 2, "--engine");
 }
 
-TEST_CASE("devices: no GPU is a device error (exit 4); several GPUs are for train only, each once (exit 2)") {
+TEST_CASE("devices: no GPU is a device error (exit 4); several GPUs are for train, eval and predict, each once (exit 2)") {
   const std::string cfg = seg::test::config_file();
   check_error({"train", "--cfg", cfg, "--gpus", "0"}, 4, "GPU cuda:0 requested");
   // Several GPUs train data parallel (a thread each); this build has none.
   check_error({"train", "--cfg", cfg, "--gpus", "0-3"}, 4, "built without CUDA");
   check_error({"train", "--cfg", cfg, "--gpus", "0,1,0"}, 2, "GPU 0 is listed twice in --gpus 0,1,0");
-  check_error({"eval", "--cfg", cfg, "--gpus", "0-1"}, 2, "2 GPUs are for segtrain train");
+  check_error({"eval", "--cfg", cfg, "--gpus", "0-1"}, 4, "built without CUDA");
+  check_error({"predict", "--cfg", cfg, "--imgs", seg::test::tiny_dataset() + "/images/validation", "--gpus", "0-1"}, 4,
+              "built without CUDA");
+  check_error({"bench", "--gpus", "0-1", "--size", "32", "--steps", "1", "--warmup", "0"}, 2,
+              "2 GPUs are for segtrain train, eval and predict");
   check_error({"train", "--cfg", cfg, "--gpus", "x1"}, 2, "bad GPU list");
 }
 

@@ -23,6 +23,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -263,12 +264,93 @@ TEST_CASE("segtrain train --gpus 0-1 on two simulated GPUs equals one GPU runnin
   MESSAGE("SyncBN first loss: ", sync_losses[0], " (per-GPU BatchNorm: ", two_losses[0], ")");
   CHECK(std::isfinite(sync_losses[0]));
   CHECK(sync_losses[0] != two_losses[0]);
-  // Several GPUs are for train only.
-  const auto eval = run_segtrain(with_overrides({"eval", "--cfg", seg::test::config_file(), "--checkpoint", "epoch_1.pth",
-                                                 "--gpus", "0-1", "--max-images", "1"},
-                                                one_dir));
-  CHECK(eval.exit_code == 2);
-  CHECK(eval.output.find("for segtrain train") != std::string::npos);
+}
+
+// eval and predict with --gpus 0-1 (issue 16: "eval and predict split images across ranks"): a
+// thread per simulated GPU, rank r takes images r, r + 2, ...; eval sums the intersections and
+// unions over NCCL, predict gathers each image's lines back into the list's order. Both GPUs run
+// the same kernels on the same images as one GPU does, so the report and every file must be
+// identical to the one-GPU run's, not merely close. An odd number of images leaves rank 1 one
+// short (it sends nothing in the last round).
+TEST_CASE("segtrain eval and predict --gpus 0-1 on two simulated GPUs equal one GPU") {
+  struct SimDevices {  // segtrain_sim reads SEG_SIM_DEVICES at start-up
+    SimDevices() { ::setenv("SEG_SIM_DEVICES", "2", 1); }
+    ~SimDevices() { ::unsetenv("SEG_SIM_DEVICES"); }
+  } two;
+  const std::string dir = seg::test::fresh_dir("cli_cuda_gpus_infer");
+  const auto trained = train(dir, {"--device", "cpu"});  // the checkpoint; the device does not matter
+  INFO(trained.output);
+  REQUIRE(trained.exit_code == 0);
+
+  auto eval = [&](const std::vector<std::string>& device_flags) {
+    std::vector<std::string> args = {"eval", "--cfg", seg::test::config_file(), "--checkpoint", "epoch_1.pth",
+                                     "--max-images", "3", "--no-tf32"};
+    args.insert(args.end(), device_flags.begin(), device_flags.end());
+    return run_segtrain(with_overrides(args, dir));
+  };
+  const auto one = eval({"--device", "cuda:0"}), both = eval({"--gpus", "0-1"});
+  INFO(one.output);
+  INFO(both.output);
+  REQUIRE(one.exit_code == 0);
+  REQUIRE(both.exit_code == 0);
+  CHECK(both.output.find("(simulated): rank 0 of 2, cuda:0") != std::string::npos);
+  CHECK(both.output.find("the ranks split the list") != std::string::npos);
+  // The report from its first class line to the accuracy: every class's IoU, mean IoU, accuracy
+  // (the inference time after it differs).
+  auto report = [](const std::string& out) {
+    const size_t from = out.find("class ["), to = out.find("Mean IoU: ");
+    REQUIRE(from != std::string::npos);
+    REQUIRE(to != std::string::npos);
+    const size_t time = out.find(", Inference Time", to);
+    REQUIRE(time != std::string::npos);
+    return out.substr(from, time - from);
+  };
+  CHECK(report(both.output) == report(one.output));
+  CHECK(eval_numbers(both.output) == eval_numbers(one.output));
+  CHECK(both.output.find("evaluating 3 images") != std::string::npos);
+
+  // predict on three images of the validation folder.
+  namespace fs = std::filesystem;
+  const std::string imgs = dir + "/imgs";
+  fs::create_directories(imgs);
+  for (const char* n : {"synth_val_00000001.jpg", "synth_val_00000002.jpg", "synth_val_00000003.jpg"})
+    fs::copy_file(seg::test::tiny_dataset() + "/images/validation/" + n, imgs + "/" + n);
+  auto predict = [&](const std::string& out, const std::vector<std::string>& device_flags) {
+    std::vector<std::string> args = {"predict", "--cfg", seg::test::config_file(), "--checkpoint", "epoch_1.pth",
+                                     "--imgs", imgs, "--out", out, "--npy", "--no-tf32"};
+    args.insert(args.end(), device_flags.begin(), device_flags.end());
+    return run_segtrain(with_overrides(args, dir));
+  };
+  const std::string out_one = dir + "/pred_one", out_both = dir + "/pred_both";
+  const auto p_one = predict(out_one, {"--device", "cuda:0"}), p_both = predict(out_both, {"--gpus", "0-1"});
+  INFO(p_one.output);
+  INFO(p_both.output);
+  REQUIRE(p_one.exit_code == 0);
+  REQUIRE(p_both.exit_code == 0);
+  // Each image's lines, in the list's order, printed once (by rank 0).
+  auto image_lines = [](const std::string& out) {
+    const size_t from = out.find("synth_val_00000001"), to = out.find("results in ");
+    REQUIRE(from != std::string::npos);
+    REQUIRE(to != std::string::npos);
+    REQUIRE(from < to);
+    return out.substr(from, to - from);
+  };
+  CHECK(image_lines(p_both.output) == image_lines(p_one.output));
+  CHECK(image_lines(p_both.output).find("synth_val_00000003") > image_lines(p_both.output).find("synth_val_00000002"));
+  auto bytes = [](const std::string& path) {
+    std::ifstream f(path, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+  };
+  int files = 0;
+  for (const auto& e : fs::directory_iterator(out_one)) {
+    const std::string name = e.path().filename().string();
+    CAPTURE(name);
+    REQUIRE(fs::exists(out_both + "/" + name));
+    CHECK(bytes(out_both + "/" + name) == bytes(e.path().string()));
+    ++files;
+  }
+  CHECK(files == 9);  // NAME.png, NAME_labels.png and NAME_probs.npy for each image
+  CHECK(std::distance(fs::directory_iterator(out_both), fs::directory_iterator()) == 9);
 }
 
 // The README's main command on the simulated GPU, shortened: `segtrain demo --smoke --steps 2
