@@ -8,7 +8,7 @@ namespace seg {
 
 namespace {
 std::atomic<int> g_installed{0};
-thread_local const ScopedOpObserver* tls_scope = nullptr;  // innermost installed scope
+thread_local ScopedOpObserver* tls_scope = nullptr;  // innermost installed scope
 thread_local int tls_backward_depth = 0;
 }  // namespace
 
@@ -18,7 +18,16 @@ ScopedOpObserver::ScopedOpObserver(OpObserver& observer) : observer_(&observer),
 }
 
 ScopedOpObserver::~ScopedOpObserver() {
-  tls_scope = outer_;
+  if (tls_scope == this) {
+    tls_scope = outer_;
+  } else {
+    // Not the innermost: the scope just inside this one now continues with this one's outer.
+    for (ScopedOpObserver* s = tls_scope; s != nullptr; s = s->outer_)
+      if (s->outer_ == this) {
+        s->outer_ = outer_;
+        break;
+      }
+  }
   g_installed.fetch_sub(1, std::memory_order_relaxed);
 }
 

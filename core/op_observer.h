@@ -46,7 +46,10 @@ class OpObserver {
   virtual void on_backward(const BackwardEvent&) {}
 };
 
-// Installs an observer on this thread for the guard's lifetime.
+// Installs an observer on this thread for the guard's lifetime. Several may be installed at once
+// (each op reaches all of them, innermost first), and they may end in any order: one that ends
+// while an inner one is still installed is unlinked from the chain (two std::optional guards reset
+// in the order they were made must not leave the inner one pointing at the ended one).
 class ScopedOpObserver {
  public:
   explicit ScopedOpObserver(OpObserver& observer);
@@ -58,7 +61,7 @@ class ScopedOpObserver {
 
  private:
   OpObserver* observer_;
-  const ScopedOpObserver* outer_;
+  ScopedOpObserver* outer_;
 };
 
 // Whether any thread has an observer installed (cheap; the per-thread check follows).

@@ -425,8 +425,8 @@ TrainSummary train_rank(const Config& cfg, const CommonFlags& flags, const Train
       }
       slots.emplace_back(readback.add(out.loss), readback.add(out.stats));
     }
-    observing.reset();  // the observers watch forward and backward, not the optimizer
-    ranging.reset();
+    ranging.reset();  // the observers watch forward and backward, not the optimizer
+    observing.reset();
     if (allreduce) {
       prof::Range range("gradient.allreduce.wait");
       allreduce->finish();  // every gradient is now the sum over the ranks of pre-divided ones: the average

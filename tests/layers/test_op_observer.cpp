@@ -2,6 +2,7 @@
 // inference (no gradient recorded) as in training; costs nothing when none is installed.
 #include <doctest/doctest.h>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -49,5 +50,46 @@ TEST_CASE("op observer: ops in order, tensors by identity, attributes from the o
   // Uninstalled: nothing more is seen.
   ops::relu(z);
   CHECK(rec.seen.size() == 2);
+  CHECK_FALSE(op_observers_installed());
+}
+
+// The trainer holds its observers in std::optional and resets them together. Reset in the order
+// they were made, the outer one ends first; before the fix the inner one then restored the ended
+// one as current, and the next guard made in the same storage became its own outer: every op
+// looped forever (train --detect-anomaly --amp-stats hung in its second step).
+TEST_CASE("op observer: guards may end in any order, and the next ones see each op once") {
+  const Tensor x = Tensor::full({4}, -1.0, DType::f32, Device::cpu());
+  Recorder a, b;
+  std::optional<ScopedOpObserver> outer, inner;
+  for (int round = 0; round < 3; ++round) {
+    CAPTURE(round);
+    a.seen.clear();
+    b.seen.clear();
+    outer.emplace(a);
+    inner.emplace(b);
+    ops::relu(x);
+    outer.reset();  // the outer one first
+    ops::relu(x);   // still installed: the inner one
+    inner.reset();
+    ops::relu(x);   // none
+    CHECK(a.seen.size() == 1);
+    CHECK(b.seen.size() == 2);
+    CHECK_FALSE(op_observers_installed());
+  }
+  // Three guards, the middle one ends first: the innermost then reaches the outermost directly.
+  Recorder c;
+  a.seen.clear();
+  b.seen.clear();
+  {
+    ScopedOpObserver g1(a);
+    std::optional<ScopedOpObserver> g2(std::in_place, b);
+    ScopedOpObserver g3(c);
+    g2.reset();
+    ops::relu(x);
+    REQUIRE(g3.outer() == &g1);
+  }
+  CHECK(a.seen.size() == 1);
+  CHECK(b.seen.empty());
+  CHECK(c.seen.size() == 1);
   CHECK_FALSE(op_observers_installed());
 }

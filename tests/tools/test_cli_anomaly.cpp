@@ -111,3 +111,15 @@ TEST_CASE("train --detect-anomaly: the same model without a plant reports nothin
     CHECK(r.output.find("anomaly:") == std::string::npos);
   }
 }
+
+// --detect-anomaly and --amp-stats install two op observers per step. Before the fix in
+// core/op_observer.cpp the trainer ended them outer-first and the second step looped forever in
+// its first op (found trying both on the simulated cuda:0; the CPU hung the same way).
+TEST_CASE("train --detect-anomaly --amp-stats together: every step runs and both report") {
+  const std::string dir = fresh_dir("anomaly_amp_stats");
+  const RunResult r = run_segtrain(train_args(dir, {"--amp", "O1", "--amp-stats"}));
+  INFO(r.output);
+  CHECK(r.exit_code == 0);
+  CHECK(r.output.find("f16 range of the activations") != std::string::npos);
+  CHECK(r.output.find("trained 2 steps") != std::string::npos);
+}

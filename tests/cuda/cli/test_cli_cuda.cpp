@@ -153,6 +153,40 @@ TEST_CASE("segtrain train, eval, predict and bench with --device cuda:0 on the s
   CHECK(b.output.find("cuda:0") != std::string::npos);
 }
 
+// --detect-anomaly and --amp-stats on cuda:0: the anomaly detector reads every op's outputs and
+// gradients and the range statistics count f16 flushes and overflows, both from device tensors.
+// Under O1 at the default scale (65536) both steps of this run overflow in backward, on the CPU and
+// on cuda:0 alike; the first op to make an inf must be the same op of the same module on both (the
+// counts of inf values may differ: f16 rounding of the two devices' f32 accumulations).
+TEST_CASE("segtrain train --device cuda:0 --detect-anomaly --amp-stats names the same op as the CPU") {
+  auto run = [](const std::string& dir, const char* device) {
+    std::vector<std::string> args = {"train", "--cfg", seg::test::config_file(), "--device", device, "--no-tf32",
+                                     "--amp", "O1", "--detect-anomaly", "--amp-stats"};
+    args = with_overrides(args, dir);
+    for (const char* o : {"DATASET.imgSizes", "(32,)", "DATASET.imgMaxSize", "48"}) args.push_back(o);
+    const auto r = run_segtrain(args);
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+    CHECK(r.output.find("fp16 range of the true gradients") != std::string::npos);
+    CHECK(r.output.find("f16 range of the activations") != std::string::npos);
+    CHECK(r.output.find("trained 2 steps") != std::string::npos);
+    return r.output;
+  };
+  // "anomaly: step N skipped: backward OP (MODULE) made": each step's line up to the counts.
+  auto anomalies = [](const std::string& out) {
+    std::vector<std::string> lines;
+    for (size_t at = out.find("anomaly: step "); at != std::string::npos; at = out.find("anomaly: step ", at + 1))
+      lines.push_back(out.substr(at, out.find(" made ", at) - at));
+    return lines;
+  };
+  const std::string cpu = run(seg::test::fresh_dir("cli_cuda_anomaly_cpu"), "cpu");
+  const std::string gpu = run(seg::test::fresh_dir("cli_cuda_anomaly_gpu"), "cuda:0");
+  const std::vector<std::string> on_cpu = anomalies(cpu), on_gpu = anomalies(gpu);
+  for (const std::string& l : on_gpu) MESSAGE("cuda:0: ", l);
+  REQUIRE(on_cpu.size() == 2);
+  CHECK(on_gpu == on_cpu);
+}
+
 // --engine / TRAIN.engine: the simulated build has only the project's kernels. Asking for a library
 // engine is a device error (exit 4) naming the engine, the setting and why; auto runs (its measured
 // table is empty, so it runs own everywhere) and says so; --deterministic is named in the line.
