@@ -17,14 +17,6 @@ namespace seg::cli {
 
 namespace {
 
-std::vector<int> listed_gpus(const CommonFlags& flags) {
-  return flags.gpus.empty() ? std::vector<int>{} : parse_gpu_list(flags.gpus);
-}
-
-bool one_process_per_gpu(const std::vector<int>& gpus) {
-  return launched_by_mpi() && world().size() > 1 && !gpus.empty();
-}
-
 void run_gpu_threads(const Config& cfg, const CommonFlags& flags, const std::vector<int>& gpus,
                      const std::function<void(const RankContext&)>& body) {
   for (size_t a = 0; a < gpus.size(); ++a)
@@ -88,14 +80,9 @@ void run_process_per_gpu(const Config& cfg, const CommonFlags& flags, const std:
 
 }  // namespace
 
-size_t local_rank_count(const CommonFlags& flags) {
-  const std::vector<int> gpus = listed_gpus(flags);
-  return gpus.size() > 1 && !one_process_per_gpu(gpus) ? gpus.size() : 1;
-}
-
 void run_ranks(const Config& cfg, const CommonFlags& flags, const std::function<void(const RankContext&)>& body) {
-  const std::vector<int> gpus = listed_gpus(flags);
-  if (one_process_per_gpu(gpus)) return run_process_per_gpu(cfg, flags, gpus, body);
+  const std::vector<int> gpus = flags.gpus.empty() ? std::vector<int>{} : parse_gpu_list(flags.gpus);
+  if (launched_by_mpi() && world().size() > 1 && !gpus.empty()) return run_process_per_gpu(cfg, flags, gpus, body);
   if (gpus.size() > 1) return run_gpu_threads(cfg, flags, gpus, body);
   body(RankContext{world(), flags, resolve_device(flags, &cfg), 0});
 }

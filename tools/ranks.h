@@ -34,7 +34,4 @@ struct RankContext {
 // returns. A GPU listed twice in --gpus is a usage error.
 void run_ranks(const Config& cfg, const CommonFlags& flags, const std::function<void(const RankContext&)>& body);
 
-// How many bodies run_ranks starts in this process (the size of a per-thread result vector).
-size_t local_rank_count(const CommonFlags& flags);
-
 }  // namespace seg::cli

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <unordered_map>
+#include <utility>
 
 #include "core/allocator.h"
 #include "core/amp_step.h"
@@ -570,13 +571,15 @@ TrainSummary train_rank(const Config& cfg, const CommonFlags& flags, const Train
 }  // namespace
 
 TrainSummary run_training(const Config& cfg, const CommonFlags& flags, const TrainRunOptions& opt) {
-  // One rank per process, or a thread per GPU (--gpus 0-1): tools/ranks.h. Rank 0's summary (each
-  // process's own under mpirun) is the one returned.
-  std::vector<TrainSummary> summaries(local_rank_count(flags));
+  // One rank per process, or a thread per GPU (--gpus 0-1): tools/ranks.h. The process's first
+  // rank's summary is returned (rank 0's with threads; each process's own under mpirun); only that
+  // thread writes it.
+  TrainSummary summary;
   run_ranks(cfg, flags, [&](const RankContext& r) {
-    summaries[r.local] = train_rank(cfg, r.flags, opt, r.comm, r.device);
+    TrainSummary mine = train_rank(cfg, r.flags, opt, r.comm, r.device);
+    if (r.local == 0) summary = std::move(mine);
   });
-  return summaries[0];
+  return summary;
 }
 
 }  // namespace seg::cli

@@ -23,12 +23,12 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <iterator>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "core/fileio.h"
 #include "core/npy.h"
 #include "core/safetensors.h"
 #include "tests/common/compare_tensor.h"
@@ -58,6 +58,12 @@ std::vector<double> history_losses(const std::string& dir) {
   for (const auto& row : j.at("train")) out.push_back(row.at("loss").get<double>());
   return out;
 }
+
+// Two simulated GPUs for the segtrain_sim runs of a case (it reads SEG_SIM_DEVICES at start-up).
+struct TwoSimulatedGpus {
+  TwoSimulatedGpus() { ::setenv("SEG_SIM_DEVICES", "2", 1); }
+  ~TwoSimulatedGpus() { ::unsetenv("SEG_SIM_DEVICES"); }
+};
 
 // "Mean IoU: 0.1234, Accuracy: 56.78%" from eval's report.
 std::pair<double, double> eval_numbers(const std::string& output) {
@@ -239,10 +245,7 @@ TEST_CASE("segtrain_sim reports its GPU as simulated, and a GPU it does not have
 // rank-order sum against the accumulation's one addition), BatchNorm per sub-batch in both. So
 // the losses are compared for equality, not within a tolerance.
 TEST_CASE("segtrain train --gpus 0-1 on two simulated GPUs equals one GPU running both sub-batches") {
-  struct SimDevices {  // segtrain_sim reads SEG_SIM_DEVICES at start-up
-    SimDevices() { ::setenv("SEG_SIM_DEVICES", "2", 1); }
-    ~SimDevices() { ::unsetenv("SEG_SIM_DEVICES"); }
-  } two;
+  const TwoSimulatedGpus two;
   // Small images (32 px, at most 48): the simulator runs a step of two GPUs in seconds.
   auto small = [](const std::string& dir, const std::vector<std::string>& flags, const char* steps) {
     std::vector<std::string> args = {"train", "--cfg", seg::test::config_file()};
@@ -307,10 +310,7 @@ TEST_CASE("segtrain train --gpus 0-1 on two simulated GPUs equals one GPU runnin
 // identical to the one-GPU run's, not merely close. An odd number of images leaves rank 1 one
 // short (it sends nothing in the last round).
 TEST_CASE("segtrain eval and predict --gpus 0-1 on two simulated GPUs equal one GPU") {
-  struct SimDevices {  // segtrain_sim reads SEG_SIM_DEVICES at start-up
-    SimDevices() { ::setenv("SEG_SIM_DEVICES", "2", 1); }
-    ~SimDevices() { ::unsetenv("SEG_SIM_DEVICES"); }
-  } two;
+  const TwoSimulatedGpus two;
   const std::string dir = seg::test::fresh_dir("cli_cuda_gpus_infer");
   const auto trained = train(dir, {"--device", "cpu"});  // the checkpoint; the device does not matter
   INFO(trained.output);
@@ -371,16 +371,12 @@ TEST_CASE("segtrain eval and predict --gpus 0-1 on two simulated GPUs equal one 
   };
   CHECK(image_lines(p_both.output) == image_lines(p_one.output));
   CHECK(image_lines(p_both.output).find("synth_val_00000003") > image_lines(p_both.output).find("synth_val_00000002"));
-  auto bytes = [](const std::string& path) {
-    std::ifstream f(path, std::ios::binary);
-    return std::string(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
-  };
   int files = 0;
   for (const auto& e : fs::directory_iterator(out_one)) {
     const std::string name = e.path().filename().string();
     CAPTURE(name);
     REQUIRE(fs::exists(out_both + "/" + name));
-    CHECK(bytes(out_both + "/" + name) == bytes(e.path().string()));
+    CHECK(seg::read_file(out_both + "/" + name) == seg::read_file(e.path().string()));
     ++files;
   }
   CHECK(files == 9);  // NAME.png, NAME_labels.png and NAME_probs.npy for each image
