@@ -277,6 +277,7 @@ ncclResult_t validate(ncclComm* comm, Call& c, cudaStream_t stream) {
 
 // Queues a checked call as this rank's op of its collective (runtime lock held).
 ncclResult_t enqueue(ncclComm* comm, const Call& c) {
+  if (comm->spanning) return spanning_enqueue(comm, c);  // ranks in other processes (nccl_spanning.cpp)
   const std::shared_ptr<Clique> q = comm->clique;
   if (!q)
     return fail(ncclInvalidUsage, std::string(kind_name(c.kind)) +

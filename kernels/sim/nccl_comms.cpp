@@ -8,6 +8,9 @@
 //     waits. A rank that never joins makes the others fail after the NCCL timeout
 //     (SEG_SIM_NCCL_TIMEOUT_S, default 60 s) with ncclRemoteError and a message naming the missing
 //     ranks. ncclCommInitAll makes the ranks of devlist (or devices 0..ndev-1) at once.
+//   * The id also names the maker's process. ncclCommInitRank in another process (the id sent
+//     there, as over MPI) makes a communicator spanning processes (nccl_spanning.cpp); the maker's
+//     own ranks wait in-process until they see that, then join it the same way.
 //   * ncclCommDestroy fails the collectives its rank never called (the peers would hang on a GPU),
 //     ncclCommAbort fails every collective still waiting for ranks: either way waiting syncs wake
 //     and the failed collectives report a fault (nccl_collectives.cpp).
@@ -42,11 +45,19 @@ std::string g_last_error;  // ncclGetLastError
 
 std::atomic<int64_t> g_timeout_ns{0};  // 0: from the environment
 
-uint64_t id_key(const ncclUniqueId& id, bool* ok) {
+// What a unique id holds after the magic: the maker's id number, process and a random nonce.
+struct IdFields {
   uint64_t key = 0;
+  int64_t pid = 0;
+  uint64_t nonce = 0;
+};
+static_assert(sizeof kIdMagic + sizeof(IdFields) <= sizeof(ncclUniqueId::internal));
+
+IdFields id_fields(const ncclUniqueId& id, bool* ok) {
+  IdFields f;
   *ok = std::memcmp(id.internal, kIdMagic, sizeof kIdMagic) == 0;
-  std::memcpy(&key, id.internal + sizeof kIdMagic, sizeof key);
-  return key;
+  std::memcpy(&f, id.internal + sizeof kIdMagic, sizeof f);
+  return f;
 }
 
 std::shared_ptr<Clique> make_clique(std::vector<ncclComm*> comms) {
@@ -63,12 +74,33 @@ std::string ranks_text(const std::vector<int>& ranks) {
   return text;
 }
 
+void forget_pending(const std::shared_ptr<PendingInit>& p) {
+  for (auto it = g_pending.begin(); it != g_pending.end(); ++it)
+    if (it->second == p) {
+      g_pending.erase(it);
+      break;
+    }
+}
+
 // Waits (runtime lock held) until `comm` is initialised or its rendezvous fails; deletes it then.
+// A rank of another process joining the same id turns the wait into a spanning join.
 ncclResult_t wait_for_init(Lock& lock, ncclComm* comm) {
   std::shared_ptr<PendingInit> p = comm->pending;
   const auto deadline = std::chrono::steady_clock::now() + timeout();
-  while (!comm->clique && p->failed.empty())
-    if (g_init_cv.wait_until(lock, deadline) == std::cv_status::timeout && !comm->clique && p->failed.empty()) {
+  while (!comm->clique && p->failed.empty()) {
+    const bool timed_out = g_init_cv.wait_for(lock, std::chrono::milliseconds(5)) == std::cv_status::timeout &&
+                           std::chrono::steady_clock::now() > deadline;
+    if (!comm->clique && p->failed.empty() && spanning_started(p->directory)) {
+      p->ranks[comm->rank] = nullptr;
+      if (--p->joined == 0) forget_pending(p);
+      comm->pending.reset();
+      lock.unlock();
+      const ncclResult_t r = spanning_join(comm, p->directory);
+      lock.lock();
+      if (r != ncclSuccess) delete comm;
+      return r;
+    }
+    if (timed_out && !comm->clique && p->failed.empty()) {
       std::vector<int> missing;
       for (int r = 0; r < p->nranks; ++r)
         if (!p->ranks[r]) missing.push_back(r);
@@ -76,14 +108,11 @@ ncclResult_t wait_for_init(Lock& lock, ncclComm* comm) {
                   seconds_text(timeout()) + ": rank(s) " +
                   ranks_text(missing) +
                   " never joined with this unique id (real NCCL would hang; SEG_SIM_NCCL_TIMEOUT_S sets the timeout)";
-      for (auto it = g_pending.begin(); it != g_pending.end(); ++it)
-        if (it->second == p) {
-          g_pending.erase(it);
-          break;
-        }
+      forget_pending(p);
       std::fprintf(stderr, "%s\n", p->failed.c_str());
       g_init_cv.notify_all();
     }
+  }
   if (comm->clique) return ncclSuccess;
   const std::string why = p->failed;
   delete comm;
@@ -146,14 +175,16 @@ ncclResult_t ncclGetVersion(int* version) {
 
 ncclResult_t ncclGetUniqueId(ncclUniqueId* id) {
   if (!id) return fail(ncclInvalidArgument, "ncclGetUniqueId: uniqueId is null");
-  uint64_t key = 0;
+  IdFields f;
   {
     Lock lock = runtime_lock();
-    key = ++g_next_id;
+    f.key = ++g_next_id;
+    f.nonce = random_nonce();
   }
+  f.pid = getpid();
   std::memset(id->internal, 0, sizeof id->internal);
   std::memcpy(id->internal, kIdMagic, sizeof kIdMagic);
-  std::memcpy(id->internal + sizeof kIdMagic, &key, sizeof key);
+  std::memcpy(id->internal + sizeof kIdMagic, &f, sizeof f);
   return ncclSuccess;
 }
 
@@ -163,14 +194,30 @@ ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId id, int
     return fail(ncclInvalidArgument, "ncclCommInitRank: rank " + std::to_string(rank) + " is not in [0, nranks = " +
                                          std::to_string(nranks) + ")");
   bool ok = false;
-  const uint64_t key = id_key(id, &ok);
+  const IdFields f = id_fields(id, &ok);
   if (!ok) return fail(ncclInvalidArgument, "ncclCommInitRank: the unique id was not made by ncclGetUniqueId");
+  const uint64_t key = f.key;
+  if (f.pid != getpid()) {  // made by another process: the ranks span processes
+    auto* c = new ncclComm;
+    c->rank = rank;
+    c->nranks = nranks;
+    c->device = host_thread().device;
+    const ncclResult_t r = spanning_join(c, spanning_directory(f.pid, f.key, f.nonce));
+    if (r != ncclSuccess) {
+      delete c;
+      *comm = nullptr;
+      return r;
+    }
+    *comm = c;
+    return ncclSuccess;
+  }
   Lock lock = runtime_lock();
   std::shared_ptr<PendingInit>& p = g_pending[key];
   if (!p) {
     p = std::make_shared<PendingInit>();
     p->nranks = nranks;
     p->ranks.assign(nranks, nullptr);
+    p->directory = spanning_directory(f.pid, f.key, f.nonce);
   }
   if (p->nranks != nranks)
     return fail(ncclInvalidArgument, "ncclCommInitRank: rank " + std::to_string(rank) + " says nranks = " +
@@ -226,6 +273,11 @@ ncclResult_t ncclCommInitAll(ncclComm_t* comms, int ndev, const int* devlist) {
 
 ncclResult_t ncclCommDestroy(ncclComm_t comm) {
   if (!comm) return ncclSuccess;
+  if (comm->spanning) {
+    spanning_leave(comm, false);
+    delete comm;
+    return ncclSuccess;
+  }
   Lock lock = runtime_lock();
   if (std::shared_ptr<Clique> q = comm->clique) {
     fail_open_collectives(*q, comm->rank, false,
@@ -238,6 +290,11 @@ ncclResult_t ncclCommDestroy(ncclComm_t comm) {
 
 ncclResult_t ncclCommAbort(ncclComm_t comm) {
   if (!comm) return ncclSuccess;
+  if (comm->spanning) {
+    spanning_leave(comm, true);
+    delete comm;
+    return ncclSuccess;
+  }
   Lock lock = runtime_lock();
   if (std::shared_ptr<PendingInit> p = comm->pending) {
     // Still in ncclCommInitRank's rendezvous (a group init): the other ranks stop waiting.
@@ -261,7 +318,7 @@ ncclResult_t ncclCommAbort(ncclComm_t comm) {
 ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* error) {
   if (!comm || !error) return fail(ncclInvalidArgument, "ncclCommGetAsyncError: comm or asyncError is null");
   Lock lock = runtime_lock();
-  *error = comm->async_error;
+  *error = comm->spanning ? spanning_async_error(comm) : comm->async_error;
   return ncclSuccess;
 }
 

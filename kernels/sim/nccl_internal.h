@@ -71,8 +71,28 @@ struct PendingInit {
   int nranks = 0;
   std::vector<ncclComm*> ranks;
   int joined = 0;
-  std::string failed;  // set: the init timed out or was aborted
+  std::string failed;     // set: the init timed out or was aborted
+  std::string directory;  // where ranks of other processes announce themselves (nccl_spanning.cpp)
 };
+
+// A communicator whose ranks live in several processes (one process per GPU under mpirun):
+// nccl_spanning.cpp. Its collectives exchange each rank's send buffer through files in a
+// directory named by the unique id, instead of one joint op of this process's executor.
+struct Spanning;
+// The directory of the unique id made by process `pid` as its `key`-th, with `nonce` (random) so
+// that a directory left behind by a killed run is never mistaken for this one's.
+std::string spanning_directory(int64_t pid, uint64_t key, uint64_t nonce);
+bool spanning_started(const std::string& directory);  // a rank of another process joined
+// Joins `comm` (rank, nranks and device set) to the ranks announced in `directory`, and waits for
+// all of them (runtime lock not held). Sets comm->spanning on success.
+ncclResult_t spanning_join(ncclComm* comm, const std::string& directory);
+// Queues this rank's op of its next collective (runtime lock held; the call is validated).
+ncclResult_t spanning_enqueue(ncclComm* comm, const Call& call);
+// ncclCommDestroy / ncclCommAbort of a spanning rank: tells the peers, and the last one to leave
+// removes the directory.
+void spanning_leave(ncclComm* comm, bool abort);
+ncclResult_t spanning_async_error(const ncclComm* comm);
+uint64_t random_nonce();  // for unique ids (runtime lock held)
 
 // Records `message` as NCCL's last error (ncclGetLastError) and returns `result`.
 ncclResult_t fail(ncclResult_t result, const std::string& message);
@@ -99,4 +119,5 @@ struct ncclComm {
   std::shared_ptr<seg::sim::detail::nccl::PendingInit> pending;  // while ncclCommInitRank waits
   uint64_t calls = 0;                                            // collectives this rank has called
   ncclResult_t async_error = ncclSuccess;
+  std::shared_ptr<seg::sim::detail::nccl::Spanning> spanning;  // set: the ranks span processes
 };
