@@ -82,8 +82,9 @@ std::string AmpConfig::name() const {
 // holds the switch, which `--no-tf32` turns off. The CPU backend computes them in f32.
 constexpr const char* kTf32Note =
     " (on cuda: TF32 tensor cores, inputs rounded to 10 mantissa bits, f32 sums; --no-tf32 for strict f32)";
+constexpr const char* kStrictNote = " (--no-tf32: strict f32 on cuda too, no TF32 tensor cores)";
 
-std::string AmpConfig::policy_table() const {
+std::string AmpConfig::policy_table(bool no_tf32) const {
   std::string out = "mixed precision " + name() + ":\n";
   out += "  model parameters: ";
   out += model_in_half() ? std::string(dtype_name(half_dtype)) + (batchnorm_fp32() ? " (BatchNorm f32)" : "") : "f32";
@@ -100,7 +101,7 @@ std::string AmpConfig::policy_table() const {
     std::string shown = precision_name(p);
     if (p == Precision::half) shown = dtype_name(half_dtype);
     if (p == Precision::fp32) shown = "f32";
-    if (c == OpClass::conv && p == Precision::fp32) shown += kTf32Note;
+    if (c == OpClass::conv && p == Precision::fp32) shown += no_tf32 ? kStrictNote : kTf32Note;
     char line[160];
     std::snprintf(line, sizeof line, "  %-22s %s\n", op_class_name(c), shown.c_str());
     out += line;

@@ -59,7 +59,9 @@ struct AmpConfig {
   bool batchnorm_fp32() const { return level != AmpLevel::O3; }
   bool master_weights() const { return level == AmpLevel::O2; }
   std::string name() const;          // "O2 (f16)"
-  std::string policy_table() const;  // the table for this level, for the start-up log
+  // The table for this level, for the start-up log. no_tf32: the run has --no-tf32, so O0's f32
+  // convolutions and GEMMs are strict f32 on cuda as well (the note says so instead of TF32).
+  std::string policy_table(bool no_tf32 = false) const;
 };
 
 // "O0".."O3" (case-insensitive) and "f16"/"fp16"/"bf16". loss_scale: "dynamic", "none" or a number

@@ -37,6 +37,7 @@ void run_gpu_threads(const Config& cfg, const CommonFlags& flags, const std::vec
         if (flags.comm_timeout > 0) comms[r]->set_timeout_seconds(flags.comm_timeout);
         CommonFlags mine = flags;
         mine.gpus = std::to_string(gpus[r]);
+        mine.quiet_engine_line = r != 0;  // the engine settings are the process's: one line says them
         const Device device = resolve_device(mine, &cfg);  // the TF32 setting, the engine line
         body(RankContext{*comms[r], mine, device, r});
         synchronize(device);
@@ -71,6 +72,7 @@ void run_process_per_gpu(const Config& cfg, const CommonFlags& flags, const std:
         .hint("start at most as many processes per machine as --gpus lists (mpirun -npernode N)");
   CommonFlags mine = flags;
   mine.gpus = std::to_string(gpus[static_cast<size_t>(local)]);
+  mine.quiet_engine_line = processes.rank() != 0;  // every process has the same flags: rank 0 says them
   const Device device = resolve_device(mine, &cfg);
   set_current_cuda_device(device.index);
   std::unique_ptr<Communicator> nccl = make_nccl_communicator(processes, device.index);

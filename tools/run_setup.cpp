@@ -184,8 +184,10 @@ Device resolve_device(const CommonFlags& flags, const Config* cfg) {
     static std::string said;
     const std::string line = dev.str() + ": " + cuda::describe_engines();
     std::lock_guard<std::mutex> lock(mutex);
-    if (line != said) std::printf("%s\n", line.c_str());
-    said = line;
+    if (!flags.quiet_engine_line && line != said) {
+      std::printf("%s\n", line.c_str());
+      said = line;
+    }
   }
 #endif
   return dev;

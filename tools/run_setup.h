@@ -29,6 +29,9 @@ struct CommonFlags {
   std::string engine;        // --engine own|cublaslt|cudnn|auto: TRAIN.engine (CUDA only)
   bool deterministic = false; // --deterministic: TRAIN.deterministic (CUDA's library engines only)
   double comm_timeout = 0;   // --comm-timeout S: under mpirun, a collective waiting longer stops the run (0 = 300 s)
+  // Not a flag: set by run_ranks (tools/ranks.h) on every rank but the first of a multi-GPU run,
+  // so that the engine line ("cuda:0: engine own; ...") is printed once, not once per GPU.
+  bool quiet_engine_line = false;
   std::vector<std::string> overrides;  // trailing KEY VALUE pairs
   std::vector<std::string> rest;       // command-specific flags, in order, for the command to parse
 };

@@ -332,7 +332,7 @@ TrainSummary train_rank(const Config& cfg, const CommonFlags& flags, const Train
     say("one process runs " + std::to_string(per_rank) + " sub-batches of " + std::to_string(cfg.TRAIN.batch_size_per_gpu) +
         " images per step (TRAIN.sub_batches_per_rank), BatchNorm per sub-batch");
   }
-  if (!opt.quiet) std::printf("%s", amp.policy_table().c_str());
+  if (!opt.quiet) std::printf("%s", amp.policy_table(flags.no_tf32).c_str());
 
   Allocator& alloc = allocator_for(device);
   Progress progress("train", max_steps, live);

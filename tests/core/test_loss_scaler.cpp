@@ -102,6 +102,13 @@ TEST_CASE("the AMP tables say that O0's f32 convolutions and GEMMs run on TF32 t
   CHECK(conv_line.find("f32 (on cuda: TF32 tensor cores") != std::string::npos);
   CHECK(conv_line.find("--no-tf32 for strict f32") != std::string::npos);
   for (const char* level : {"O1", "O2", "O3"}) CHECK(make_amp_config(level).policy_table().find("TF32") == std::string::npos);
+  // With --no-tf32 the run's table says strict f32 instead.
+  const std::string strict = make_amp_config("O0").policy_table(true);
+  const size_t strict_conv = strict.find("conv / GEMM");
+  REQUIRE(strict_conv != std::string::npos);
+  const std::string strict_line = strict.substr(strict_conv, strict.find('\n', strict_conv) - strict_conv);
+  CHECK(strict_line.find("strict f32 on cuda too") != std::string::npos);
+  CHECK(strict_line.find("TF32 tensor cores,") == std::string::npos);
 
   const std::string overview = amp_policy_overview();
   const size_t row = overview.find("conv / GEMM");

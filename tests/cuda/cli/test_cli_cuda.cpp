@@ -32,6 +32,7 @@
 #include "core/npy.h"
 #include "core/safetensors.h"
 #include "tests/common/compare_tensor.h"
+#include "tests/common/requirement.h"
 #include "tests/tools/cli_test_helpers.h"
 
 using seg::test::run_segtrain;
@@ -382,6 +383,96 @@ TEST_CASE("segtrain eval and predict --gpus 0-1 on two simulated GPUs equal one 
   CHECK(files == 9);  // NAME.png, NAME_labels.png and NAME_probs.npy for each image
   CHECK(std::distance(fs::directory_iterator(out_both), fs::directory_iterator()) == 9);
 }
+
+// One process per GPU under mpirun (issue 16: `mpirun -np N segtrain train --gpus 0-3`, the
+// process of local rank i drives the i-th GPU listed; rank 0's ncclUniqueId goes to the others
+// over MPI and each calls ncclCommInitRank: tools/ranks.cpp's run_process_per_gpu). Each process
+// is its own simulator with two simulated GPUs, and the simulator's NCCL joins the processes'
+// ranks through files (kernels/sim/nccl_spanning.cpp) with the same rank-order arithmetic as
+// between threads. So two processes must train and evaluate exactly as two threads do: the same
+// losses, the same checkpoint files byte for byte (SyncBN on: its statistics are all-reduced too,
+// so every rank's running statistics are equal), the same evaluation report.
+std::string mpirun_missing() {
+#ifdef SEG_CLI_MPIEXEC
+  return std::filesystem::exists(SEG_CLI_MPIEXEC) ? std::string() : std::string(SEG_CLI_MPIEXEC) + " is missing";
+#else
+  return "built without MPI (-DSEG_MPI=OFF or no libopenmpi-dev): segtrain_sim cannot run under mpirun";
+#endif
+}
+SEG_TEST_REQUIREMENT(mpirun, mpirun_missing);
+
+#ifdef SEG_CLI_MPIEXEC
+TEST_CASE("mpirun -np 2 segtrain_sim train and eval --gpus 0-1, a process per simulated GPU, equal a thread per GPU" *
+          SEG_REQUIRES(mpirun)) {
+  const TwoSimulatedGpus two;
+  auto mpirun = [](const std::vector<std::string>& segtrain_args) {
+    std::vector<std::string> args = {"--allow-run-as-root", "--oversubscribe", "-np", "2", seg::test::segtrain_binary()};
+    args.insert(args.end(), segtrain_args.begin(), segtrain_args.end());
+    const std::string out = seg::test::scratch_path("mpirun_output.txt");
+    const pid_t pid = seg::test::spawn_program(SEG_CLI_MPIEXEC, args, out);
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    seg::test::RunResult r;
+    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    const std::vector<char> bytes = seg::read_file(out);
+    r.output.assign(bytes.begin(), bytes.end());
+    return r;
+  };
+  auto train_args = [](const std::string& dir) {
+    std::vector<std::string> args = with_overrides({"train", "--cfg", seg::test::config_file(), "--gpus", "0-1", "--no-tf32"}, dir);
+    for (const char* o : {"DATASET.imgSizes", "(32,)", "DATASET.imgMaxSize", "48", "TRAIN.epoch_iters", "2"}) args.push_back(o);
+    return args;
+  };
+  auto count = [](const std::string& text, const std::string& part) {
+    int n = 0;
+    for (size_t at = text.find(part); at != std::string::npos; at = text.find(part, at + 1)) ++n;
+    return n;
+  };
+  const std::string threads_dir = seg::test::fresh_dir("cli_cuda_gpus_threads"),
+                    processes_dir = seg::test::fresh_dir("cli_cuda_gpus_processes");
+  const auto threads = run_segtrain(train_args(threads_dir));
+  INFO(threads.output);
+  REQUIRE(threads.exit_code == 0);
+  const auto processes = mpirun(train_args(processes_dir));
+  INFO(processes.output);
+  REQUIRE(processes.exit_code == 0);
+  for (const std::string* out : {&threads.output, &processes.output}) {
+    CHECK(out->find("(simulated): rank 0 of 2, cuda:0") != std::string::npos);
+    CHECK(out->find("BatchNorm synchronised over the ranks") != std::string::npos);
+    CHECK(count(*out, ": engine own;") == 1);  // one engine line per run, not one per GPU
+  }
+  CHECK(processes.output.find("ranks: 0 on ") != std::string::npos);
+  CHECK(processes.output.find("(cuda:1)") != std::string::npos);  // the second process drove the second GPU
+  const std::vector<double> a = history_losses(threads_dir), b = history_losses(processes_dir);
+  REQUIRE(a.size() == 2);
+  CHECK(a == b);
+  for (const char* file : {"/encoder_epoch_1.safetensors", "/decoder_epoch_1.safetensors"}) {
+    CAPTURE(file);
+    REQUIRE(std::filesystem::exists(processes_dir + file));
+    CHECK(seg::read_file(processes_dir + file) == seg::read_file(threads_dir + file));
+  }
+
+  // eval of that checkpoint on 3 images: rank r takes images r, r + 2, ...; the counts are
+  // all-reduced over the processes' NCCL.
+  auto eval_args = [&](const std::string& dir) {
+    return with_overrides({"eval", "--cfg", seg::test::config_file(), "--checkpoint", "epoch_1.pth", "--max-images", "3",
+                           "--no-tf32", "--gpus", "0-1"},
+                          dir);
+  };
+  const auto eval_threads = run_segtrain(eval_args(threads_dir));
+  const auto eval_processes = mpirun(eval_args(processes_dir));
+  INFO(eval_threads.output);
+  INFO(eval_processes.output);
+  REQUIRE(eval_threads.exit_code == 0);
+  REQUIRE(eval_processes.exit_code == 0);
+  CHECK(eval_processes.output.find("the ranks split the list") != std::string::npos);
+  CHECK(eval_numbers(eval_processes.output) == eval_numbers(eval_threads.output));
+  const size_t from = eval_threads.output.find("class ["), to = eval_threads.output.find("Mean IoU: ");
+  REQUIRE(from != std::string::npos);
+  REQUIRE(to != std::string::npos);
+  CHECK(eval_processes.output.find(eval_threads.output.substr(from, to - from)) != std::string::npos);
+}
+#endif
 
 // The README's main command on the simulated GPU, shortened: `segtrain demo --smoke --steps 2
 // --device cuda:0` (the smoke dataset: 48 training images, 12 validation images of 96-128 px;
