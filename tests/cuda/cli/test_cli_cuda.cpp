@@ -391,7 +391,8 @@ TEST_CASE("segtrain eval and predict --gpus 0-1 on two simulated GPUs equal one 
 // ranks through files (kernels/sim/nccl_spanning.cpp) with the same rank-order arithmetic as
 // between threads. So two processes must train and evaluate exactly as two threads do: the same
 // losses, the same checkpoint files byte for byte (SyncBN on: its statistics are all-reduced too,
-// so every rank's running statistics are equal), the same evaluation report.
+// so every rank's running statistics are equal), the same evaluation report, the same prediction
+// lines and files.
 std::string mpirun_missing() {
 #ifdef SEG_CLI_MPIEXEC
   return std::filesystem::exists(SEG_CLI_MPIEXEC) ? std::string() : std::string(SEG_CLI_MPIEXEC) + " is missing";
@@ -402,7 +403,7 @@ std::string mpirun_missing() {
 SEG_TEST_REQUIREMENT(mpirun, mpirun_missing);
 
 #ifdef SEG_CLI_MPIEXEC
-TEST_CASE("mpirun -np 2 segtrain_sim train and eval --gpus 0-1, a process per simulated GPU, equal a thread per GPU" *
+TEST_CASE("mpirun -np 2 segtrain_sim train, eval and predict --gpus 0-1, a process per simulated GPU, equal a thread per GPU" *
           SEG_REQUIRES(mpirun)) {
   const TwoSimulatedGpus two;
   auto mpirun = [](const std::vector<std::string>& segtrain_args) {
@@ -471,6 +472,40 @@ TEST_CASE("mpirun -np 2 segtrain_sim train and eval --gpus 0-1, a process per si
   REQUIRE(from != std::string::npos);
   REQUIRE(to != std::string::npos);
   CHECK(eval_processes.output.find(eval_threads.output.substr(from, to - from)) != std::string::npos);
+
+  // predict on three validation images: each process writes its images' files, rank 0 prints
+  // every image's lines in the list's order.
+  namespace fs = std::filesystem;
+  const std::string imgs = processes_dir + "/imgs";
+  fs::create_directories(imgs);
+  for (const char* n : {"synth_val_00000001.jpg", "synth_val_00000002.jpg", "synth_val_00000003.jpg"})
+    fs::copy_file(seg::test::tiny_dataset() + "/images/validation/" + n, imgs + "/" + n);
+  auto predict_args = [&](const std::string& dir, const std::string& out) {
+    return with_overrides({"predict", "--cfg", seg::test::config_file(), "--checkpoint", "epoch_1.pth", "--imgs", imgs,
+                           "--out", out, "--npy", "--no-tf32", "--gpus", "0-1"},
+                          dir);
+  };
+  const std::string out_threads = threads_dir + "/pred", out_processes = processes_dir + "/pred";
+  const auto p_threads = run_segtrain(predict_args(threads_dir, out_threads));
+  const auto p_processes = mpirun(predict_args(processes_dir, out_processes));
+  INFO(p_threads.output);
+  INFO(p_processes.output);
+  REQUIRE(p_threads.exit_code == 0);
+  REQUIRE(p_processes.exit_code == 0);
+  const size_t lines = p_threads.output.find("synth_val_00000001"), end = p_threads.output.find("results in ");
+  REQUIRE(lines != std::string::npos);
+  REQUIRE(end != std::string::npos);
+  CHECK(p_processes.output.find(p_threads.output.substr(lines, end - lines)) != std::string::npos);
+  int files = 0;
+  for (const auto& e : fs::directory_iterator(out_threads)) {
+    const std::string name = e.path().filename().string();
+    CAPTURE(name);
+    REQUIRE(fs::exists(out_processes + "/" + name));
+    CHECK(seg::read_file(out_processes + "/" + name) == seg::read_file(e.path().string()));
+    ++files;
+  }
+  CHECK(files == 9);
+  CHECK(std::distance(fs::directory_iterator(out_processes), fs::directory_iterator()) == 9);
 }
 #endif
 
