@@ -51,6 +51,10 @@ std::string pointer_text(const void* p) {
   return buf;
 }
 
+}  // namespace
+
+namespace seg::sim::detail::nccl {
+
 std::string ranks_text(const std::vector<int>& ranks) {
   std::string text;
   for (size_t i = 0; i < ranks.size(); ++i) text += (i ? ", " : "") + std::to_string(ranks[i]);
@@ -61,10 +65,6 @@ bool same_collective(const Call& a, const Call& b) {
   return a.kind == b.kind && a.count == b.count && a.type == b.type && (!has_op(a.kind) || a.op == b.op) &&
          (!has_root(a.kind) || a.root == b.root);
 }
-
-}  // namespace
-
-namespace seg::sim::detail::nccl {
 
 // One collective: the n-th call of every rank of a communicator.
 class CollectiveJoint final : public Joint {

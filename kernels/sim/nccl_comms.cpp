@@ -68,12 +68,6 @@ std::shared_ptr<Clique> make_clique(std::vector<ncclComm*> comms) {
   return q;
 }
 
-std::string ranks_text(const std::vector<int>& ranks) {
-  std::string text;
-  for (size_t i = 0; i < ranks.size(); ++i) text += (i ? ", " : "") + std::to_string(ranks[i]);
-  return text;
-}
-
 void forget_pending(const std::shared_ptr<PendingInit>& p) {
   for (auto it = g_pending.begin(); it != g_pending.end(); ++it)
     if (it->second == p) {

@@ -43,6 +43,11 @@ std::string call_text(const Call& call);
 size_t send_bytes(const Call& call, int rank, int nranks);
 size_t recv_bytes(const Call& call, int rank, int nranks);
 
+// Whether two ranks' calls are the same collective (kind, count, type, and op and root where the
+// kind has them): what the n-th calls of every rank must be.
+bool same_collective(const Call& a, const Call& b);
+std::string ranks_text(const std::vector<int>& ranks);  // "0, 2"
+
 // out[i] = in[0][i] op in[1][i] op ... op in[n-1][i], in rank order; float16 and bfloat16 are
 // rounded to their type after every step (float arithmetic, round to nearest even); avg is the sum
 // divided by n (integers: truncated). `out` may alias an input.

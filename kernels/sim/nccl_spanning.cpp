@@ -95,12 +95,16 @@ std::string read_all(const fs::path& p) {
   return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
-std::string ranks_text(const std::vector<int>& ranks) {
-  std::string text;
-  for (size_t i = 0; i < ranks.size(); ++i) text += (i ? ", " : "") + std::to_string(ranks[i]);
-  return text;
+// A call and its file header, both ways (the header carries what same_collective compares).
+FileHeader header_of(const Call& c) {
+  FileHeader h;
+  h.kind = static_cast<uint32_t>(c.kind);
+  h.type = static_cast<uint32_t>(c.type);
+  h.op = static_cast<uint32_t>(c.op);
+  h.root = c.root;
+  h.count = c.count;
+  return h;
 }
-
 Call call_of(const FileHeader& h) {
   Call c;
   c.kind = static_cast<Kind>(h.kind);
@@ -109,12 +113,6 @@ Call call_of(const FileHeader& h) {
   c.root = h.root;
   c.count = h.count;
   return c;
-}
-
-bool same_call(const FileHeader& a, const FileHeader& b) {
-  const Kind k = static_cast<Kind>(a.kind);
-  return a.kind == b.kind && a.count == b.count && a.type == b.type && (!has_op(k) || a.op == b.op) &&
-         (!has_root(k) || a.root == b.root);
 }
 
 // Sleeps a little longer each time (50 us up to 2 ms): peers are other processes.
@@ -169,12 +167,7 @@ class SpanningCollectiveOp final : public Op {
       *kind = FaultKind::bad_address;
       return "sendbuff was freed before the queued collective ran";
     }
-    FileHeader h;
-    h.kind = static_cast<uint32_t>(call_.kind);
-    h.type = static_cast<uint32_t>(call_.type);
-    h.op = static_cast<uint32_t>(call_.op);
-    h.root = call_.root;
-    h.count = call_.count;
+    FileHeader h = header_of(call_);
     // Broadcast: only the root's bytes are needed.
     h.payload = call_.kind == Kind::broadcast && me != call_.root ? 0 : mine;
     std::string text(reinterpret_cast<const char*>(&h), sizeof h);
@@ -209,7 +202,7 @@ class SpanningCollectiveOp final : public Op {
       FileHeader theirs;
       if (files[r].size() < sizeof theirs) return "rank " + std::to_string(r) + "'s file is damaged";
       std::memcpy(&theirs, files[r].data(), sizeof theirs);
-      if (!same_call(theirs, h)) {
+      if (!same_collective(call_of(theirs), call_)) {
         *kind = FaultKind::bad_argument;
         return "mismatched NCCL calls: rank " + std::to_string(r) + " called " + call_text(call_of(theirs)) +
                ", rank " + std::to_string(me) + " called " + call_text(call_) +
