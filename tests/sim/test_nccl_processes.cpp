@@ -90,7 +90,9 @@ TEST_CASE("NCCL across processes: mismatched calls, an aborted peer and a peer t
     std::filesystem::remove_all(peers.dir);
   }
   SUBCASE("rank 2 of 3 is never started: ncclCommInitRank fails after the timeout, naming it") {
-    const Peers peers = run_peers("join", 3, 2, "SEG_SIM_NCCL_TIMEOUT_S=1");
+    // 4 s: both started ranks must have joined before either gives up (processes start with some
+    // skew on a loaded machine), so that each names rank 2 alone.
+    const Peers peers = run_peers("join", 3, 2, "SEG_SIM_NCCL_TIMEOUT_S=4");
     for (int r = 0; r < 2; ++r) {
       INFO(peers.outputs[r]);
       CHECK(peers.exit_codes[r] == 0);
