@@ -23,12 +23,16 @@
 //     ncclRemoteError (ncclInvalidUsage for a mismatch), and the message goes to stderr.
 //   * Cleanup. Once every rank has written c<n>, every rank has finished reading c<n-1>, so each
 //     rank removes its own previous file then. ncclCommDestroy and ncclCommAbort write left.<rank>;
-//     the rank that finds every left file removes the directory. A killed run leaves its directory
-//     behind (the nonce keeps a later run from reading it).
+//     the rank that finds every left file removes the directory. A rank whose ncclCommInitRank
+//     gives up writes left.<rank> too (its join file stays, so a peer still waiting does not count
+//     it as missing), and the last of the joined ranks to give up removes the directory. A killed
+//     run leaves its directory behind (the nonce keeps a later run from reading it).
 //
 // Limits: the processes must share a file system (one machine); a process holding several ranks of
 // one spanning communicator must drive each from its own host thread (a rank's op blocks its
-// thread until the peers' ops run); graphs cannot capture these calls (as in-process).
+// thread until the peers' ops run); graphs cannot capture these calls (as in-process); a host
+// polling the stream (cudaStreamQuery) is blocked inside the op until the peers come or the NCCL
+// timeout ends, so a caller's own shorter timeout (segtrain's --comm-timeout) does not apply.
 #include <unistd.h>
 
 #include <atomic>
@@ -78,7 +82,7 @@ bool file_exists(const fs::path& p) {
   return fs::exists(p, ec);
 }
 
-// Writes `header` and `bytes` to dir/name through a temporary name, so readers see all or nothing.
+// Writes `text` to dir/name through a temporary name, so readers see all of it or no file.
 bool write_atomically(const fs::path& dir, const std::string& name, const std::string& text) {
   const fs::path tmp = dir / (name + ".tmp"), final = dir / name;
   {
