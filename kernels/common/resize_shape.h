@@ -5,6 +5,7 @@
 //   i0 = min(floor(src), in-1), i1 = min(i0+1, in-1), weights l0 = 1 - (src - i0), l1 = src - i0.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 
 #include "kernels/common/hostdevice.h"
@@ -24,7 +25,10 @@ template <class A> struct LinearTap {
 template <class A>
 SEG_HD_INLINE LinearTap<A> bilinear_tap(int64_t out_index, int64_t in_size, int64_t out_size) {
   const A scale = static_cast<A>(in_size) / static_cast<A>(out_size);
-  A src = scale * (static_cast<A>(out_index) + A(0.5)) - A(0.5);
+  // One fused multiply-add (rounded once), spelled out: g++ contracts scale * (i + 0.5) - 0.5 into
+  // exactly this under -march=x86-64-v3, and the CUDA twin (kernels/cuda/resize.cu, tap_of) must
+  // round at the same place (kernels/cuda/storage_access.cuh).
+  A src = std::fma(scale, static_cast<A>(out_index) + A(0.5), A(-0.5));
   if (src < 0) src = 0;
   int64_t i0 = static_cast<int64_t>(src);
   if (i0 > in_size - 1) i0 = in_size - 1;

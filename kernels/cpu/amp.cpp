@@ -61,9 +61,10 @@ void sgd_master_step(float* master, const float* grad, float* buf, H* half_copy,
   const float lr_ = static_cast<float>(lr), mom = static_cast<float>(momentum), wd = static_cast<float>(weight_decay);
   parallel_for(0, n, kGrain, [&](int64_t lo, int64_t hi) {
     for (int64_t i = lo; i < hi; ++i) {
-      const float d = grad[i] + wd * master[i];
-      buf[i] = mom * buf[i] + d;
-      master[i] -= lr_ * buf[i];
+      // fused multiply-adds, as kernels/cpu/sgd.h (and the CUDA twin, kernels/cuda/amp.cu)
+      const float d = std::fma(wd, master[i], grad[i]);
+      buf[i] = std::fma(mom, buf[i], d);
+      master[i] = std::fma(-lr_, buf[i], master[i]);
       half_copy[i] = H(master[i]);
     }
   });
@@ -75,9 +76,9 @@ void sgd_half_step(H* p, const H* grad, H* buf, int64_t n, double lr, double mom
   parallel_for(0, n, kGrain, [&](int64_t lo, int64_t hi) {
     for (int64_t i = lo; i < hi; ++i) {
       const float pv = static_cast<float>(p[i]);
-      const float b = mom * static_cast<float>(buf[i]) + static_cast<float>(grad[i]) + wd * pv;
+      const float b = std::fma(wd, pv, std::fma(mom, static_cast<float>(buf[i]), static_cast<float>(grad[i])));
       buf[i] = H(b);
-      p[i] = H(pv - lr_ * static_cast<float>(buf[i]));
+      p[i] = H(std::fma(-lr_, static_cast<float>(buf[i]), pv));
     }
   });
 }

@@ -114,17 +114,17 @@ struct SgdParams {
   float lr, momentum, weight_decay;
 };
 
-// The CPU's expressions, each operation rounded once.
+// The CPU's expressions (kernels/cpu/amp.cpp), with its fused multiply-adds, each rounded once.
 __device__ __forceinline__ void master_one(float& m, float g, float& b, const SgdParams& s) {
-  const float d = dev::add(g, dev::mul(s.weight_decay, m));
-  b = dev::add(dev::mul(s.momentum, b), d);
-  m = dev::sub(m, dev::mul(s.lr, b));
+  const float d = dev::fma(s.weight_decay, m, g);
+  b = dev::fma(s.momentum, b, d);
+  m = dev::fma(-s.lr, b, m);
 }
 template <class H> __device__ __forceinline__ void half_one(H& p, float g, H& buf, const SgdParams& s) {
   const float pv = dev::to_float(p);
-  const float b = dev::add(dev::add(dev::mul(s.momentum, dev::to_float(buf)), g), dev::mul(s.weight_decay, pv));
+  const float b = dev::fma(s.weight_decay, pv, dev::fma(s.momentum, dev::to_float(buf), g));
   buf = dev::from_float<H>(b);
-  p = dev::from_float<H>(dev::sub(pv, dev::mul(s.lr, dev::to_float(buf))));
+  p = dev::from_float<H>(dev::fma(-s.lr, dev::to_float(buf), pv));
 }
 
 // hot-kernel: sgd_master_kernel

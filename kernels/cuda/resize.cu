@@ -18,12 +18,12 @@ struct Tap {
   float l0, l1;
 };
 
-// kernels/common/resize_shape.h's bilinear_tap<float>, operation for operation. Without fma (the
-// _rn intrinsics are never contracted), so the tap of an output is the same wherever it is
-// computed: in readers_of's range search and in the gather loop.
+// kernels/common/resize_shape.h's bilinear_tap<float>, operation for operation: its one fma, then
+// single roundings (the _rn intrinsics are never contracted), so the tap of an output is the
+// CPU's, and the same wherever it is computed: in readers_of's range search and in the gather loop.
 __device__ __forceinline__ Tap tap_of(int out_index, int in_size, int out_size) {
   const float scale = static_cast<float>(in_size) / static_cast<float>(out_size);
-  float src = __fsub_rn(__fmul_rn(scale, __fadd_rn(static_cast<float>(out_index), 0.5f)), 0.5f);
+  float src = __fmaf_rn(scale, __fadd_rn(static_cast<float>(out_index), 0.5f), -0.5f);
   if (src < 0) src = 0;
   int i0 = static_cast<int>(src);
   if (i0 > in_size - 1) i0 = in_size - 1;

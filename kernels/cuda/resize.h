@@ -15,8 +15,8 @@
 // the four taps of each output are checked one by one, in the CPU's order (00, 01, 10, 11 per
 // output, outputs in (i, j) order), the order of the CPU's scatter.
 //
-// The taps are computed in f32 with __fmul_rn/__fadd_rn so that the range search and the gather
-// loop always agree on them. The interpolation itself is written plainly: nvcc (and g++, for the
+// The taps are computed in f32 with __fmaf_rn/__fadd_rn, the CPU's roundings (its one fma
+// included), so that the range search and the gather loop always agree on them. The interpolation itself is written plainly: nvcc (and g++, for the
 // CPU twin) may fuse a*b + c into an fma, so CPU and GPU agree to a few f32 ulps, not bit for bit.
 // (Interpolation is continuous, so even a tap index moved by such a rounding difference where src
 // is an integer moves the result by an ulp-sized weight only.)

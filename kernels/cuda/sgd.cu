@@ -19,10 +19,11 @@ struct SgdParams {
   float lr, momentum, weight_decay;
 };
 
+// kernels/cpu/sgd.h's three fused multiply-adds, each rounded once (storage_access.cuh).
 __device__ __forceinline__ void sgd_one(float& p, float g, float& b, const SgdParams& s) {
-  const float d = dev::add(g, dev::mul(s.weight_decay, p));
-  b = dev::add(dev::mul(s.momentum, b), d);
-  p = dev::sub(p, dev::mul(s.lr, b));
+  const float d = dev::fma(s.weight_decay, p, g);
+  b = dev::fma(s.momentum, b, d);
+  p = dev::fma(-s.lr, b, p);
 }
 
 // hot-kernel: sgd_momentum_kernel

@@ -11,10 +11,15 @@
 //                            one ld/st.global.v2/v4 for it when the address is aligned to the pack
 //   aligned_start(p, N)      the first element index from which p + i is aligned for Pack<T, N>
 //
-// Arithmetic helpers mul/add/sub round each operation once (__fmul_rn etc.): nvcc would otherwise
-// contract a*b+c into one fma, which rounds once where the CPU kernels (g++ in ISO mode: no
-// contraction) round twice. Using them where the CPU twin writes a*b+c keeps the two backends
-// bit-identical for add, mul, scale, ReLU, dropout and the optimizer steps.
+// Arithmetic helpers: mul/add/sub round each operation once (__fmul_rn etc.; nvcc never fuses them),
+// fma(a, b, c) rounds a*b+c once (__fmaf_rn). Neither compiler's contraction may decide where a
+// kernel rounds: nvcc contracts a*b+c into an fma by default, and so does g++ for the CPU twins
+// (-march=x86-64-v3 has FMA, and GCC contracts in C++ even in ISO mode). So where the CPU twin
+// must be bit-identical, both sides spell the rounding out: the twin writes std::fma where it wants
+// one rounding (the optimizer steps, kernels/cpu/sgd.h), the kernel writes dev::fma there, and
+// dev::mul/add/sub where the twin rounds twice (add, mul, scale, ReLU, dropout). The simulator's
+// __f*_rn are opaque to g++ for the same reason (kernels/sim/intrinsics.h). First seen on an H200:
+// the SGD steps were 1 ulp off the CPU's on a few elements, in CI's simulator never.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -88,6 +93,7 @@ template <class D, class S> __device__ __forceinline__ D convert_value(S v) {
 __device__ __forceinline__ float mul(float a, float b) { return __fmul_rn(a, b); }
 __device__ __forceinline__ float add(float a, float b) { return __fadd_rn(a, b); }
 __device__ __forceinline__ float sub(float a, float b) { return __fsub_rn(a, b); }
+__device__ __forceinline__ float fma(float a, float b, float c) { return __fmaf_rn(a, b, c); }
 
 template <class T, int N> struct alignas(sizeof(T) * N) Pack {
   T v[N];

@@ -68,9 +68,25 @@ inline float fdividef(float x, float y) { return __fdividef(x, y); }
 inline float __frcp_rn(float x) { return 1.0f / x; }
 inline float __fsqrt_rn(float x) { return sqrtf(x); }
 inline float __frsqrt_rn(float x) { return 1.0f / sqrtf(x); }
-inline float __fadd_rn(float a, float b) { return a + b; }
-inline float __fsub_rn(float a, float b) { return a - b; }
-inline float __fmul_rn(float a, float b) { return a * b; }
+// nvcc never fuses __fadd_rn/__fsub_rn/__fmul_rn into an fma; g++ would, after inlining (it
+// contracts a*b+c under -march=x86-64-v3, in C++ even in ISO mode). The empty asm makes each
+// operand and result opaque, so the simulator rounds exactly where the GPU does. (Before this, the
+// optimizer steps' mul-then-add matched the CPU's contracted fmas here and were 1 ulp off on an
+// H200: storage_access.cuh.)
+inline float seg_sim_opaque(float x) {
+#if defined(__x86_64__) || defined(__i386__)
+  asm("" : "+x"(x));
+#elif defined(__aarch64__)
+  asm("" : "+w"(x));
+#else
+  volatile float v = x;
+  x = v;
+#endif
+  return x;
+}
+inline float __fadd_rn(float a, float b) { return seg_sim_opaque(seg_sim_opaque(a) + seg_sim_opaque(b)); }
+inline float __fsub_rn(float a, float b) { return seg_sim_opaque(seg_sim_opaque(a) - seg_sim_opaque(b)); }
+inline float __fmul_rn(float a, float b) { return seg_sim_opaque(seg_sim_opaque(a) * seg_sim_opaque(b)); }
 inline float __fdiv_rn(float a, float b) { return a / b; }
 namespace seg::sim::detail {
 void count_fp32_fma();  // the FP32 FMA counter (counter_hooks.h); nothing unless the launch is counted
@@ -79,8 +95,19 @@ inline float __fmaf_rn(float a, float b, float c) {
   seg::sim::detail::count_fp32_fma();
   return fmaf(a, b, c);
 }
-inline double __dadd_rn(double a, double b) { return a + b; }
-inline double __dmul_rn(double a, double b) { return a * b; }
+inline double seg_sim_opaque(double x) {  // as the float one above
+#if defined(__x86_64__) || defined(__i386__)
+  asm("" : "+x"(x));
+#elif defined(__aarch64__)
+  asm("" : "+w"(x));
+#else
+  volatile double v = x;
+  x = v;
+#endif
+  return x;
+}
+inline double __dadd_rn(double a, double b) { return seg_sim_opaque(seg_sim_opaque(a) + seg_sim_opaque(b)); }
+inline double __dmul_rn(double a, double b) { return seg_sim_opaque(seg_sim_opaque(a) * seg_sim_opaque(b)); }
 inline double __fma_rn(double a, double b, double c) { return fma(a, b, c); }
 inline float __saturatef(float x) { return x > 0.0f ? (x < 1.0f ? x : 1.0f) : 0.0f; }  // NaN -> 0
 
