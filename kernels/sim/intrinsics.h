@@ -73,13 +73,13 @@ inline float __frsqrt_rn(float x) { return 1.0f / sqrtf(x); }
 // operand and result opaque, so the simulator rounds exactly where the GPU does. (Before this, the
 // optimizer steps' mul-then-add matched the CPU's contracted fmas here and were 1 ulp off on an
 // H200: storage_access.cuh.)
-inline float seg_sim_opaque(float x) {
+template <class T> inline T seg_sim_opaque(T x) {  // float or double
 #if defined(__x86_64__) || defined(__i386__)
   asm("" : "+x"(x));
 #elif defined(__aarch64__)
   asm("" : "+w"(x));
 #else
-  volatile float v = x;
+  volatile T v = x;
   x = v;
 #endif
   return x;
@@ -94,17 +94,6 @@ void count_fp32_fma();  // the FP32 FMA counter (counter_hooks.h); nothing unles
 inline float __fmaf_rn(float a, float b, float c) {
   seg::sim::detail::count_fp32_fma();
   return fmaf(a, b, c);
-}
-inline double seg_sim_opaque(double x) {  // as the float one above
-#if defined(__x86_64__) || defined(__i386__)
-  asm("" : "+x"(x));
-#elif defined(__aarch64__)
-  asm("" : "+w"(x));
-#else
-  volatile double v = x;
-  x = v;
-#endif
-  return x;
 }
 inline double __dadd_rn(double a, double b) { return seg_sim_opaque(seg_sim_opaque(a) + seg_sim_opaque(b)); }
 inline double __dmul_rn(double a, double b) { return seg_sim_opaque(seg_sim_opaque(a) * seg_sim_opaque(b)); }
