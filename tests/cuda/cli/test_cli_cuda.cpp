@@ -75,6 +75,22 @@ std::pair<double, double> eval_numbers(const std::string& output) {
   return {miou, acc};
 }
 
+// predict's output folders of two runs on the same 3 images: the same 9 files (NAME.png,
+// NAME_labels.png and NAME_probs.npy for each image), byte for byte.
+void expect_same_prediction_files(const std::string& want_dir, const std::string& got_dir) {
+  namespace fs = std::filesystem;
+  int files = 0;
+  for (const auto& e : fs::directory_iterator(want_dir)) {
+    const std::string name = e.path().filename().string();
+    CAPTURE(name);
+    REQUIRE(fs::exists(got_dir + "/" + name));
+    CHECK(seg::read_file(got_dir + "/" + name) == seg::read_file(e.path().string()));
+    ++files;
+  }
+  CHECK(files == 9);
+  CHECK(std::distance(fs::directory_iterator(got_dir), fs::directory_iterator()) == 9);
+}
+
 }  // namespace
 
 TEST_CASE("segtrain train, eval, predict and bench with --device cuda:0 on the simulated GPU match the CPU") {
@@ -372,16 +388,7 @@ TEST_CASE("segtrain eval and predict --gpus 0-1 on two simulated GPUs equal one 
   };
   CHECK(image_lines(p_both.output) == image_lines(p_one.output));
   CHECK(image_lines(p_both.output).find("synth_val_00000003") > image_lines(p_both.output).find("synth_val_00000002"));
-  int files = 0;
-  for (const auto& e : fs::directory_iterator(out_one)) {
-    const std::string name = e.path().filename().string();
-    CAPTURE(name);
-    REQUIRE(fs::exists(out_both + "/" + name));
-    CHECK(seg::read_file(out_both + "/" + name) == seg::read_file(e.path().string()));
-    ++files;
-  }
-  CHECK(files == 9);  // NAME.png, NAME_labels.png and NAME_probs.npy for each image
-  CHECK(std::distance(fs::directory_iterator(out_both), fs::directory_iterator()) == 9);
+  expect_same_prediction_files(out_one, out_both);
 }
 
 // One process per GPU under mpirun (issue 16: `mpirun -np N segtrain train --gpus 0-3`, the
@@ -496,16 +503,7 @@ TEST_CASE("mpirun -np 2 segtrain_sim train, eval and predict --gpus 0-1, a proce
   REQUIRE(lines != std::string::npos);
   REQUIRE(end != std::string::npos);
   CHECK(p_processes.output.find(p_threads.output.substr(lines, end - lines)) != std::string::npos);
-  int files = 0;
-  for (const auto& e : fs::directory_iterator(out_threads)) {
-    const std::string name = e.path().filename().string();
-    CAPTURE(name);
-    REQUIRE(fs::exists(out_processes + "/" + name));
-    CHECK(seg::read_file(out_processes + "/" + name) == seg::read_file(e.path().string()));
-    ++files;
-  }
-  CHECK(files == 9);
-  CHECK(std::distance(fs::directory_iterator(out_processes), fs::directory_iterator()) == 9);
+  expect_same_prediction_files(out_threads, out_processes);
 }
 #endif
 
