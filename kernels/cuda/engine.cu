@@ -125,6 +125,11 @@ void set_engine_log(std::function<void(const std::string&)> log) {
   g_log = std::move(log);
 }
 
+void engine_log(const std::string& line) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  if (g_log) g_log(line);
+}
+
 std::string describe_engines() {
   const Engine e = requested_engine();
   std::string s = std::string("engine ") + engine_name(e);

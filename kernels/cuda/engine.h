@@ -106,6 +106,9 @@ const AutoRule* auto_table(int* rows);
 
 // Where automatic decisions are reported (once per shape): set by the CLI under --verbose.
 void set_engine_log(std::function<void(const std::string&)> log);
+// Sends one line there (nothing when no log is set): the library engines report their own once-per-
+// shape choices (cuDNN's algorithm) through it.
+void engine_log(const std::string& line);
 
 // One line for the start-up banner and the AMP table.
 std::string describe_engines();

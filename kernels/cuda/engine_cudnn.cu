@@ -2,6 +2,7 @@
 // resolved with dlopen/dlsym, so the build needs only cudnn.h. Host code only.
 #include "kernels/cuda/engine_cudnn.h"
 
+#include <atomic>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
@@ -14,8 +15,11 @@
 #include <dlfcn.h>
 #include <glob.h>
 
+#include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <mutex>
+#include <tuple>
 #include <vector>
 #endif
 
@@ -27,13 +31,16 @@ namespace {
 
 #define SEG_CUDNN_FUNCTIONS(X)                                                                                   \
   X(cudnnGetVersion) X(cudnnGetErrorString) X(cudnnCreate) X(cudnnSetStream) X(cudnnCreateTensorDescriptor)     \
-  X(cudnnDestroyTensorDescriptor) X(cudnnSetTensor4dDescriptorEx) X(cudnnCreateFilterDescriptor)                \
+  X(cudnnDestroyTensorDescriptor) X(cudnnSetTensor4dDescriptor) X(cudnnSetTensor4dDescriptorEx)                 \
+  X(cudnnCreateFilterDescriptor)                                                                                 \
   X(cudnnDestroyFilterDescriptor) X(cudnnSetFilter4dDescriptor) X(cudnnCreateConvolutionDescriptor)             \
   X(cudnnDestroyConvolutionDescriptor) X(cudnnSetConvolution2dDescriptor) X(cudnnSetConvolutionGroupCount)      \
   X(cudnnSetConvolutionMathType) X(cudnnGetConvolutionForwardAlgorithm_v7)                                       \
   X(cudnnGetConvolutionBackwardDataAlgorithm_v7) X(cudnnGetConvolutionBackwardFilterAlgorithm_v7)               \
+  X(cudnnFindConvolutionForwardAlgorithmEx) X(cudnnFindConvolutionBackwardDataAlgorithmEx)                      \
+  X(cudnnFindConvolutionBackwardFilterAlgorithmEx)                                                               \
   X(cudnnConvolutionForward) X(cudnnConvolutionBackwardData) X(cudnnConvolutionBackwardFilter)                   \
-  X(cudnnConvolutionBackwardBias) X(cudnnAddTensor)
+  X(cudnnAddTensor)
 
 struct Api {
 #define SEG_DECLARE(f) decltype(&::f) f = nullptr;
@@ -147,12 +154,18 @@ struct Descriptors {
     check(a.cudnnCreateTensorDescriptor(&bias), "create bias");
     check(a.cudnnCreateFilterDescriptor(&w), "create w");
     check(a.cudnnCreateConvolutionDescriptor(&conv), "create conv");
-    check(a.cudnnSetTensor4dDescriptorEx(x, t, i(s.N), i(s.C), i(s.H), i(s.W), i(s.H * s.W * ldx), 1, i(s.W * ldx),
-                                         i(ldx)),
-          "x descriptor");
-    check(a.cudnnSetTensor4dDescriptorEx(y, t, i(s.N), i(s.O), i(s.Ho()), i(s.Wo()), i(s.Ho() * s.Wo() * ldy), 1,
-                                         i(s.Wo() * ldy), i(ldy)),
-          "y descriptor");
+    // Dense activations get the NHWC format itself, so cuDNN's NHWC kernels are eligible without
+    // relying on it to recognise the layout from strides; views with a pixel stride keep the strides.
+    auto activation = [&](cudnnTensorDescriptor_t desc, int64_t c, int64_t h, int64_t wd, int64_t ld,
+                          const char* what) {
+      if (ld == c)
+        check(a.cudnnSetTensor4dDescriptor(desc, CUDNN_TENSOR_NHWC, t, i(s.N), i(c), i(h), i(wd)), what);
+      else
+        check(a.cudnnSetTensor4dDescriptorEx(desc, t, i(s.N), i(c), i(h), i(wd), i(h * wd * ld), 1, i(wd * ld), i(ld)),
+              what);
+    };
+    activation(x, s.C, s.H, s.W, ldx, "x descriptor");
+    activation(y, s.O, s.Ho(), s.Wo(), ldy, "y descriptor");
     check(a.cudnnSetTensor4dDescriptorEx(bias, t, 1, i(s.O), 1, 1, i(s.O), 1, i(s.O), i(s.O)), "bias descriptor");
     check(a.cudnnSetFilter4dDescriptor(w, t, CUDNN_TENSOR_NHWC, i(s.O), i(s.Cg()), i(s.KH), i(s.KW)),
           "filter descriptor");
@@ -175,21 +188,167 @@ struct Descriptors {
   Descriptors& operator=(const Descriptors&) = delete;
 };
 
-// The first (fastest-ranked) algorithm that succeeded, fits the workspace and, when required, is
-// deterministic.
+// ---- Choosing an algorithm ------------------------------------------------------------------------
+// cuDNN's legacy API offers several algorithms per direction. Which one runs decides cuDNN's speed
+// (the first H200 run, which took the heuristic's first pick, saw cuDNN at 1-19 TFLOP/s on shapes
+// where our own kernels reached 30-117) and its error: FFT and Winograd transform the operands, so
+// their error is not that of a sum of products.
+
+const char* algo_name(ConvDirection dir, int algo) {
+  static const char* const fwd[] = {"IMPLICIT_GEMM", "IMPLICIT_PRECOMP_GEMM", "GEMM", "DIRECT",
+                                    "FFT", "FFT_TILING", "WINOGRAD", "WINOGRAD_NONFUSED"};
+  static const char* const data[] = {"ALGO_0", "ALGO_1", "FFT", "FFT_TILING", "WINOGRAD", "WINOGRAD_NONFUSED"};
+  static const char* const filter[] = {"ALGO_0", "ALGO_1", "FFT", "ALGO_3", "WINOGRAD", "WINOGRAD_NONFUSED",
+                                       "FFT_TILING"};
+  if (algo < 0) return "?";
+  if (dir == ConvDirection::forward) return algo < 8 ? fwd[algo] : "?";
+  if (dir == ConvDirection::backward_data) return algo < 6 ? data[algo] : "?";
+  return algo < 7 ? filter[algo] : "?";
+}
+
+// The algorithms that compute each output as a sum of products (implicit or explicit GEMM, direct):
+// not FFT, not Winograd.
+bool sums_products(ConvDirection dir, int algo) {
+  if (dir == ConvDirection::forward) return algo <= CUDNN_CONVOLUTION_FWD_ALGO_DIRECT;
+  if (dir == ConvDirection::backward_data) return algo <= CUDNN_CONVOLUTION_BWD_DATA_ALGO_1;
+  return algo == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0 || algo == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1 ||
+         algo == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_3;
+}
+
+const char* direction_name(ConvDirection dir) {
+  return dir == ConvDirection::forward ? "forward" : dir == ConvDirection::backward_data ? "backward-data"
+                                                                                          : "backward-filter";
+}
+
+struct Choice {
+  int algo = 0;
+  size_t memory = 0;  // workspace bytes the algorithm needs
+  std::string report;
+};
+
+std::atomic<int>& search_state() {
+  static std::atomic<int> state{static_cast<int>(CudnnAlgoSearch::measured)};
+  return state;
+}
+thread_local std::string t_last_choice;
+
+// The search may consider algorithms that need up to this much workspace (or args.workspace, if
+// larger): what PyTorch's default caching allocator would usually hand cuDNN on a large GPU.
+constexpr size_t kSearchWorkspace = size_t{256} << 20;
+
+double mib(size_t bytes) { return static_cast<double>(bytes) / (1 << 20); }
+
+// The first entry of cuDNN's list (ranked by the heuristic, or by measured time) that ran, fits the
+// workspace, is deterministic when that is required and, for sums_only, sums products.
 template <class Perf>
-auto pick(const Perf* perf, int n, size_t ws_bytes, const char* what) {
-  for (int i = 0; i < n; ++i)
-    if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= ws_bytes &&
-        (!deterministic() || perf[i].determinism == CUDNN_DETERMINISTIC))
-      return perf[i].algo;
-  throw std::runtime_error(std::string("cuDNN: no ") + what + " algorithm fits " + std::to_string(ws_bytes) +
-                           " bytes of workspace" + (deterministic() ? " and is deterministic" : ""));
+Choice first_fitting(ConvDirection dir, const Perf* perf, int n, size_t cap, bool sums_only, bool measured) {
+  for (int i = 0; i < n; ++i) {
+    const int algo = static_cast<int>(perf[i].algo);
+    if (perf[i].status != CUDNN_STATUS_SUCCESS || perf[i].memory > cap) continue;
+    if (deterministic() && perf[i].determinism != CUDNN_DETERMINISTIC) continue;
+    if (sums_only && !sums_products(dir, algo)) continue;
+    char buf[256];
+    if (measured)
+      std::snprintf(buf, sizeof buf, "cuDNN %s: %s, %.1f MiB workspace, %.3f ms in cuDNN's own search%s",
+                    direction_name(dir), algo_name(dir, algo), mib(perf[i].memory), perf[i].time,
+                    sums_only ? " (sums of products only)" : "");
+    else
+      std::snprintf(buf, sizeof buf, "cuDNN %s: %s, %.1f MiB workspace, heuristic rank %d%s%s", direction_name(dir),
+                    algo_name(dir, algo), mib(perf[i].memory), i + 1, deterministic() ? ", deterministic" : "",
+                    sums_only ? ", sums of products only" : "");
+    return {algo, perf[i].memory, buf};
+  }
+  throw std::runtime_error(std::string("cuDNN: no ") + direction_name(dir) + " algorithm fits " +
+                           std::to_string(cap) + " bytes of workspace" + (deterministic() ? " and is deterministic" : "") +
+                           (sums_only ? " and sums products" : ""));
+}
+
+// Device memory for one call: the caller's workspace when it is large enough, else a stream-ordered
+// allocation (cudaMallocAsync; freed with cudaFreeAsync after the call's work on the same stream, so
+// it is never reused while cuDNN's kernels may still read it).
+class Scratch {
+ public:
+  Scratch(const TcWorkspace& given, size_t need, Stream stream) : stream_(stream) {
+    if (need == 0) return;
+    if (given.data && given.bytes >= need) {
+      data_ = given.data;
+      return;
+    }
+    const cudaError_t e = cudaMallocAsync(&owned_, need, stream);
+    if (e != cudaSuccess) {
+      cudaGetLastError();  // clear the sticky error of a failed allocation
+      owned_ = nullptr;
+      error_ = cudaGetErrorString(e);
+      return;
+    }
+    data_ = owned_;
+  }
+  ~Scratch() {
+    if (owned_) cudaFreeAsync(owned_, stream_);
+  }
+  Scratch(const Scratch&) = delete;
+  Scratch& operator=(const Scratch&) = delete;
+  void* data() const { return data_; }
+  const std::string& error() const { return error_; }
+
+ private:
+  Stream stream_;
+  void* data_ = nullptr;
+  void* owned_ = nullptr;
+  std::string error_;
+};
+
+// Decided once per (direction, dtype, shape, strides, workspace, search, TF32, determinism, device):
+// a measured search runs every algorithm, which is far too slow to repeat per call.
+template <class T, class Search>
+Choice cached_choice(ConvDirection dir, const ConvShape& s, int64_t ldx, int64_t ldy, size_t cap, Search search) {
+  int device = 0;
+  cudaGetDevice(&device);
+  char key[320];
+  std::snprintf(key, sizeof key, "%d %d %zu %lld %lld %lld %lld %lld %lld %lld %lld %lld %lld %lld %lld %lld %lld %lld %lld %zu %d %d %d %d",
+                static_cast<int>(dir), static_cast<int>(data_type<T>()), sizeof(T), (long long)s.N, (long long)s.C,
+                (long long)s.H, (long long)s.W, (long long)s.O, (long long)s.KH, (long long)s.KW, (long long)s.stride_h,
+                (long long)s.stride_w, (long long)s.pad_h, (long long)s.pad_w, (long long)s.dil_h, (long long)s.dil_w,
+                (long long)s.groups, (long long)ldx, (long long)ldy, cap, search_state().load(), allow_tf32() ? 1 : 0,
+                deterministic() ? 1 : 0, device);
+  static std::mutex mutex;
+  static std::map<std::string, Choice> cache;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    auto it = cache.find(key);
+    if (it != cache.end()) return it->second;
+  }
+  Choice c = search();  // outside the lock: a measured search takes milliseconds to seconds
+  char shape[200];
+  std::snprintf(shape, sizeof shape, " for N=%lld H=%lld W=%lld C=%lld O=%lld %lldx%lld s%lld d%lld g%lld",
+                (long long)s.N, (long long)s.H, (long long)s.W, (long long)s.C, (long long)s.O, (long long)s.KH,
+                (long long)s.KW, (long long)s.stride_h, (long long)s.dil_h, (long long)s.groups);
+  engine_log(c.report + shape);  // --verbose
+  std::lock_guard<std::mutex> lock(mutex);
+  return cache.emplace(key, c).first->second;
+}
+
+// Resolve the search mode: a measured search may pick differently from run to run (timings are
+// noisy), which --deterministic forbids, so there the heuristic's stable ranking decides.
+struct Mode {
+  bool measured, sums_only;
+};
+Mode search_mode() {
+  const auto m = static_cast<CudnnAlgoSearch>(search_state().load());
+  return {m != CudnnAlgoSearch::heuristic && !deterministic(), m == CudnnAlgoSearch::sums_only};
 }
 
 int64_t ld_or(int64_t given, int64_t dense) { return given ? given : dense; }
 
 }  // namespace
+
+void set_cudnn_algo_search(CudnnAlgoSearch search) { search_state().store(static_cast<int>(search)); }
+CudnnAlgoSearch cudnn_algo_search() { return static_cast<CudnnAlgoSearch>(search_state().load()); }
+std::string cudnn_last_choice(bool clear) {
+  std::string r = t_last_choice;
+  if (clear) t_last_choice.clear();
+  return r;
+}
 
 bool cudnn_available(std::string* why_not) {
   const Api& a = api();
@@ -206,17 +365,36 @@ template <class T>
 void conv2d_forward_cudnn(const ConvShape& s, const T* x, const T* w, const T* b, T* y, Stream stream,
                           const ConvTcArgs& args) {
   if (args.act != TcActivation::none) throw std::invalid_argument("conv2d_forward_cudnn: no fused activation");
-  Descriptors d(s, ld_or(args.ldx, s.C), ld_or(args.ldy, s.O), static_cast<T*>(nullptr));
+  const int64_t ldx = ld_or(args.ldx, s.C), ldy = ld_or(args.ldy, s.O);
+  Descriptors d(s, ldx, ldy, static_cast<T*>(nullptr));
   cudnnHandle_t h = handle_for_current_device();
   check(d.a.cudnnSetStream(h, stream), "set stream");
-  cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
-  int n = 0;
-  check(d.a.cudnnGetConvolutionForwardAlgorithm_v7(h, d.x, d.w, d.conv, d.y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &n, perf),
-        "forward algorithm");
-  const size_t ws = args.workspace.data ? args.workspace.bytes : 0;
-  const auto algo = pick(perf, n, ws, "forward");
+  const size_t cap = args.workspace.bytes > kSearchWorkspace ? args.workspace.bytes : kSearchWorkspace;
+  const Mode mode = search_mode();
+  const Choice c = cached_choice<T>(ConvDirection::forward, s, ldx, ldy, cap, [&] {
+    cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+    int n = 0;
+    if (!mode.measured) {
+      check(d.a.cudnnGetConvolutionForwardAlgorithm_v7(h, d.x, d.w, d.conv, d.y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &n,
+                                                       perf),
+            "forward algorithm (heuristic)");
+      return first_fitting(ConvDirection::forward, perf, n, cap, mode.sums_only, false);
+    }
+    Scratch ws(args.workspace, cap, stream);
+    const size_t usable = ws.data() ? cap : 0;
+    check(d.a.cudnnFindConvolutionForwardAlgorithmEx(h, d.x, x, d.w, w, d.conv, d.y, y,
+                                                     CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &n, perf, ws.data(), usable),
+          "forward algorithm (measured)");
+    return first_fitting(ConvDirection::forward, perf, n, usable, mode.sums_only, true);
+  });
+  t_last_choice = c.report;
+  Scratch ws(args.workspace, c.memory, stream);
+  if (c.memory && !ws.data())
+    throw std::runtime_error("cuDNN: no memory for the " + std::to_string(c.memory) + "-byte workspace of " + c.report +
+                             ": " + ws.error());
   const float one = 1.0f, zero = 0.0f;
-  check(d.a.cudnnConvolutionForward(h, &one, d.x, x, d.w, w, d.conv, algo, args.workspace.data, ws, &zero, d.y, y),
+  check(d.a.cudnnConvolutionForward(h, &one, d.x, x, d.w, w, d.conv, static_cast<cudnnConvolutionFwdAlgo_t>(c.algo),
+                                    ws.data(), c.memory, &zero, d.y, y),
         "cudnnConvolutionForward");
   if (b) check(d.a.cudnnAddTensor(h, &one, d.bias, b, &one, d.y, y), "cudnnAddTensor (bias)");
 }
@@ -224,45 +402,90 @@ void conv2d_forward_cudnn(const ConvShape& s, const T* x, const T* w, const T* b
 template <class T>
 void conv2d_backward_data_cudnn(const ConvShape& s, const T* w, const T* dy, T* dx, Stream stream,
                                 const ConvTcArgs& args) {
-  Descriptors d(s, ld_or(args.ldx, s.C), ld_or(args.ldy, s.O), static_cast<T*>(nullptr));
+  const int64_t ldx = ld_or(args.ldx, s.C), ldy = ld_or(args.ldy, s.O);
+  Descriptors d(s, ldx, ldy, static_cast<T*>(nullptr));
   cudnnHandle_t h = handle_for_current_device();
   check(d.a.cudnnSetStream(h, stream), "set stream");
-  cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
-  int n = 0;
-  check(d.a.cudnnGetConvolutionBackwardDataAlgorithm_v7(h, d.w, d.y, d.conv, d.x, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT,
-                                                        &n, perf),
-        "backward-data algorithm");
-  const size_t ws = args.workspace.data ? args.workspace.bytes : 0;
-  const auto algo = pick(perf, n, ws, "backward-data");
+  const size_t cap = args.workspace.bytes > kSearchWorkspace ? args.workspace.bytes : kSearchWorkspace;
+  const Mode mode = search_mode();
+  const Choice c = cached_choice<T>(ConvDirection::backward_data, s, ldx, ldy, cap, [&] {
+    cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
+    int n = 0;
+    if (!mode.measured) {
+      check(d.a.cudnnGetConvolutionBackwardDataAlgorithm_v7(h, d.w, d.y, d.conv, d.x,
+                                                            CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &n, perf),
+            "backward-data algorithm (heuristic)");
+      return first_fitting(ConvDirection::backward_data, perf, n, cap, mode.sums_only, false);
+    }
+    Scratch ws(args.workspace, cap, stream);
+    const size_t usable = ws.data() ? cap : 0;
+    check(d.a.cudnnFindConvolutionBackwardDataAlgorithmEx(h, d.w, w, d.y, dy, d.conv, d.x, dx,
+                                                          CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &n, perf, ws.data(),
+                                                          usable),
+          "backward-data algorithm (measured)");
+    return first_fitting(ConvDirection::backward_data, perf, n, usable, mode.sums_only, true);
+  });
+  t_last_choice = c.report;
+  Scratch ws(args.workspace, c.memory, stream);
+  if (c.memory && !ws.data())
+    throw std::runtime_error("cuDNN: no memory for the " + std::to_string(c.memory) + "-byte workspace of " + c.report +
+                             ": " + ws.error());
   const float one = 1.0f, zero = 0.0f;
-  check(d.a.cudnnConvolutionBackwardData(h, &one, d.w, w, d.y, dy, d.conv, algo, args.workspace.data, ws, &zero, d.x,
-                                         dx),
+  check(d.a.cudnnConvolutionBackwardData(h, &one, d.w, w, d.y, dy, d.conv,
+                                         static_cast<cudnnConvolutionBwdDataAlgo_t>(c.algo), ws.data(), c.memory, &zero,
+                                         d.x, dx),
         "cudnnConvolutionBackwardData");
 }
 
 template <class T>
 void conv2d_backward_weight_cudnn(const ConvShape& s, const T* x, const T* dy, T* dw, T* db, Stream stream,
                                   const ConvTcArgs& args) {
-  Descriptors d(s, ld_or(args.ldx, s.C), ld_or(args.ldy, s.O), static_cast<T*>(nullptr));
+  const int64_t ldx = ld_or(args.ldx, s.C), ldy = ld_or(args.ldy, s.O);
+  // The bias gradient is a column sum of dy, computed by our own fixed-order kernel:
+  // cudnnConvolutionBackwardBias returned CUDNN_STATUS_NOT_SUPPORTED for NHWC f16 on the H200
+  // (cuDNN 9, first GPU run), and a column sum is memory-bound, where a library has no edge.
+  if (db) conv2d_backward_weight_tc<T>(s, x, dy, nullptr, db, stream, args);
+  if (!dw) return;
+  Descriptors d(s, ldx, ldy, static_cast<T*>(nullptr));
   cudnnHandle_t h = handle_for_current_device();
   check(d.a.cudnnSetStream(h, stream), "set stream");
-  const float one = 1.0f, zero = 0.0f;
-  if (dw) {
+  const size_t cap = args.workspace.bytes > kSearchWorkspace ? args.workspace.bytes : kSearchWorkspace;
+  const Mode mode = search_mode();
+  const Choice c = cached_choice<T>(ConvDirection::backward_weight, s, ldx, ldy, cap, [&] {
     cudnnConvolutionBwdFilterAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
     int n = 0;
-    check(d.a.cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, d.x, d.y, d.conv, d.w,
-                                                            CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &n, perf),
-          "backward-filter algorithm");
-    const size_t ws = args.workspace.data ? args.workspace.bytes : 0;
-    const auto algo = pick(perf, n, ws, "backward-filter");
-    check(d.a.cudnnConvolutionBackwardFilter(h, &one, d.x, x, d.y, dy, d.conv, algo, args.workspace.data, ws, &zero,
-                                             d.w, dw),
-          "cudnnConvolutionBackwardFilter");
-  }
-  if (db) check(d.a.cudnnConvolutionBackwardBias(h, &one, d.y, dy, &zero, d.bias, db), "cudnnConvolutionBackwardBias");
+    if (!mode.measured) {
+      check(d.a.cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, d.x, d.y, d.conv, d.w,
+                                                              CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &n, perf),
+            "backward-filter algorithm (heuristic)");
+      return first_fitting(ConvDirection::backward_weight, perf, n, cap, mode.sums_only, false);
+    }
+    Scratch ws(args.workspace, cap, stream);
+    const size_t usable = ws.data() ? cap : 0;
+    check(d.a.cudnnFindConvolutionBackwardFilterAlgorithmEx(h, d.x, x, d.y, dy, d.conv, d.w, dw,
+                                                            CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &n, perf,
+                                                            ws.data(), usable),
+          "backward-filter algorithm (measured)");
+    return first_fitting(ConvDirection::backward_weight, perf, n, usable, mode.sums_only, true);
+  });
+  t_last_choice = c.report;
+  Scratch ws(args.workspace, c.memory, stream);
+  if (c.memory && !ws.data())
+    throw std::runtime_error("cuDNN: no memory for the " + std::to_string(c.memory) + "-byte workspace of " + c.report +
+                             ": " + ws.error());
+  const float one = 1.0f, zero = 0.0f;
+  check(d.a.cudnnConvolutionBackwardFilter(h, &one, d.x, x, d.y, dy, d.conv,
+                                           static_cast<cudnnConvolutionBwdFilterAlgo_t>(c.algo), ws.data(), c.memory,
+                                           &zero, d.w, dw),
+        "cudnnConvolutionBackwardFilter");
 }
 
 #else  // simulated build, or nvcc without cudnn.h
+
+void set_cudnn_algo_search(CudnnAlgoSearch) {}
+CudnnAlgoSearch cudnn_algo_search() { return CudnnAlgoSearch::measured; }
+std::string cudnn_last_choice(bool) { return ""; }
+
 
 bool cudnn_available(std::string* why_not) {
   if (why_not)

@@ -105,6 +105,8 @@ const std::vector<Version>& conv_versions() {
   return v;
 }
 
+std::string take_library_note() { return seg::cuda::cudnn_last_choice(true); }
+
 size_t conv_workspace_bytes(const ConvShape& s) {
   const size_t own = seg::cuda::conv2d_backward_weight_tc_workspace_bytes<seg::f16>(s, {});
   const size_t lib = size_t{256} << 20;  // cuDNN's fastest algorithms may want this much

@@ -232,6 +232,10 @@ void bench_shape(const Options& o, const std::vector<lab::Version>& versions, in
       g_failed = true;
       std::printf("  v%d %-18s FAILED: %zu of %zu elements differ; first [%zu] got %g want %g\n", v.id, v.name,
                   c.mismatches, got.size(), c.first, c.got, c.want);
+      if (v.library) {
+        const std::string note = lab::take_library_note();
+        if (!note.empty()) std::printf("      %s\n", note.c_str());
+      }
       continue;
     }
     if (v.library) lib_ms = warm;
@@ -239,9 +243,12 @@ void bench_shape(const Options& o, const std::vector<lab::Version>& versions, in
     if (kSimulated) {
       std::printf("  v%d %-18s ok (%zu elements exact)%s\n", v.id, v.name, got.size(), counters.c_str());
     } else {
-      std::printf("  v%d %-18s %9.3f ms warm %9.3f ms cold  %7.1f TFLOP/s", v.id, v.name, warm, cold,
+      std::printf("  v%d %-18s %9.3f ms warm %9.3f ms cold  %7.1f TFLOP/s\n", v.id, v.name, warm, cold,
                   flops / (warm * 1e-3) / 1e12);
-      std::printf("\n");
+      if (v.library) {
+        const std::string note = lab::take_library_note();  // which algorithm the library ran, and why
+        if (!note.empty()) std::printf("      %s\n", note.c_str());
+      }
     }
   }
   if (lib_ms > 0)

@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "kernels/common/conv_shape.h"
@@ -56,5 +57,8 @@ struct ConvProblem {
 const std::vector<Version>& conv_versions();
 bool run_conv_version(int id, const ConvProblem& p, seg::cuda::Stream stream);
 size_t conv_workspace_bytes(const ConvShape& s);
+// What the library version of the last call chose (cuDNN's algorithm, its workspace and how it was
+// found), emptied by reading; "" when nothing is known (cuBLASLt, simulated builds).
+std::string take_library_note();
 
 }  // namespace seg::lab
