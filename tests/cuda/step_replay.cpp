@@ -130,6 +130,22 @@ std::vector<double> term_scales(const OpRecord& want, const OpRecord* forward, s
   return terms;
 }
 
+// The number of m16n8k16 steps (K / 16, rounded up) that accumulate each element of a convolution's
+// output: forward y (K = KH*KW*Cg), backward dx (K = O*KH*KW, an upper bound for strided and grouped
+// ones) and dw (K = N*Ho*Wo); 0 for every other op and output (the bias gradient is a plain f32
+// column sum). The weight is the forward's second input, [O, KH, KW, Cg] (DESIGN 1).
+int64_t tensor_core_steps(const OpRecord& want, const OpRecord* forward, size_t output) {
+  if (want.name.rfind("conv2d", 0) != 0) return 0;
+  const OpRecord& f = forward ? *forward : want;
+  if (f.inputs.size() < 2 || !f.inputs[1].defined() || f.inputs[1].dim() != 4) return 0;
+  const Tensor& w = f.inputs[1];
+  int64_t K = 0;
+  if (!forward && output == 0) K = w.numel() / w.size(0);
+  else if (forward && output == 0) K = w.numel() / w.size(3);
+  else if (forward && output == 1 && !want.inputs.empty() && want.inputs[0].defined()) K = want.inputs[0].numel() / w.size(0);
+  return (K + 15) / 16;
+}
+
 // The fused BatchNorm+ReLU(6) backward decides its mask from v = (x - mean)*scale + beta with the
 // device's own statistics (kernels/common/batchnorm_math.h): the two devices' v differ by the
 // rounding of those statistics (f64 sums on the CPU, f32 Welford partials on CUDA), so an element
@@ -256,8 +272,10 @@ void StepReplayer::compare_and_overwrite(const char* phase, size_t index, const 
       for (size_t k = 0; k < v.size(); ++k) atol[k] = kTimesCpuError * cpu_error + kRoundingsOfTerms * kF32Eps * terms[k];
       rtol = 2 * kF32Eps;
     } else {
+      const double tc_ulps = tol_.truncating_tensor_cores ? static_cast<double>(tensor_core_steps(want, fwd, i)) : 0.0;
       for (size_t k = 0; k < v.size(); ++k)
-        atol[k] = std::max(tol_.f32_eps_of_terms * kF32Eps * terms[k], ReplayTolerance::floor(w.dtype()));
+        atol[k] = std::max(tol_.f32_eps_of_terms * kF32Eps * terms[k], ReplayTolerance::floor(w.dtype())) +
+                  tc_ulps * 2 * kF32Eps * terms[k];
       rtol = ReplayTolerance::rounding(w.dtype());
     }
     if (!is_floating(w.dtype())) std::fill(atol.begin(), atol.end(), 0.0), rtol = 0;  // integers: exact
