@@ -80,6 +80,12 @@ using ASrc = MatrixSource<__half, Major::k>;
 using BSrc = MatrixSource<__half, Major::mn>;
 template <int Stages>
 using Big = TileShape<128, 128, 32, 2, 4, Stages>;
+// v9, v10: twice the block tile along N with 64x64 warp tiles, so each K tile's copies (global
+// loads) and each fragment load feed more MMAs: 3 chunks per HMMA per block instead of 4, and per
+// warp and 16-deep step 8 ldmatrix.x4 for 32 mma.sync instead of 6 for 16 (tools/sass_loop_report.py
+// counts the main loop). One block of 8 warps per SM (about 200 registers a thread).
+template <int BK>
+using Wide = TileShape<128, 256, BK, 2, 4, 3>;
 template <class Shape, SmemKind Kind, template <class, class, Major, Major, class, class> class Warp>
 using Lab = GemmKernel<__half, Shape, Major::k, Major::mn, Kind, Warp, ASrc, BSrc>;
 
@@ -112,7 +118,9 @@ const std::vector<Version>& gemm_versions() {
       {6, "mma.sync-3stage", "+ three cp.async stages in flight", false},
       {7, "mma.sync-swizzle", "+ XOR-swizzled tiles (the product kernel, 128x128)", false},
       {8, "product", "+ tile choice and split-K by shape (seg::cuda::gemm_tc)", false},
-      {9, "cublaslt", "cuBLASLt (the baseline)", true},
+      {9, "mma-128x256", "v7 with a 128x256x32 tile and 64x64 warp tiles (not yet the product's)", false},
+      {10, "mma-128x256x64", "v9 with 64-deep K tiles: half the barriers per MMA", false},
+      {11, "cublaslt", "cuBLASLt (the baseline)", true},
   };
   return v;
 }
@@ -146,7 +154,9 @@ bool run_gemm_version(int id, const GemmProblem& p, seg::cuda::Stream stream) {
       seg::cuda::gemm_tc<seg::f16, float>(false, false, p.M, p.N, p.K, p.A, p.K, p.B, p.N, p.C, p.N, nullptr, {}, {},
                                           seg::cuda::TcWorkspace{p.workspace, p.workspace_bytes}, stream);
       return true;
-    case 9:
+    case 9: run_block_kernel<Lab<Wide<32>, SmemKind::swizzled, MmaSyncWarpTile>>(p, stream); return true;
+    case 10: run_block_kernel<Lab<Wide<64>, SmemKind::swizzled, MmaSyncWarpTile>>(p, stream); return true;
+    case 11:
       if (!seg::cuda::engine_available(seg::cuda::Engine::cublaslt)) return false;
       seg::cuda::gemm_cublaslt<seg::f16, float>(false, false, p.M, p.N, p.K, p.A, p.K, p.B, p.N, p.C, p.N, nullptr, {},
                                                 seg::cuda::TcWorkspace{p.workspace, p.workspace_bytes}, stream);

@@ -138,6 +138,9 @@ struct GemmKernel {
         if (s < tiles) issue(s, kt_begin + s);
         seg::ptx::cp_async_commit();
       }
+      // read: the stage of tile i; write: the stage of tile i + STAGES - 1 (the one tile i - 1 used).
+      // Rotated by hand: i % STAGES would cost a multiply-high per tile for STAGES = 3.
+      int read = 0, write = STAGES - 1;
       for (int i = 0; i < tiles; ++i) {
         if constexpr (Plant_ == Plant::wait_one_group_short)
           seg::ptx::cp_async_wait_group<STAGES - 1>();
@@ -145,10 +148,12 @@ struct GemmKernel {
           seg::ptx::cp_async_wait_group<STAGES - 2>();
         if constexpr (Plant_ != Plant::no_barrier_after_wait) __syncthreads();
         const int next = i + STAGES - 1;
-        if (next < tiles) issue(next % STAGES, kt_begin + next);
+        if (next < tiles) issue(write, kt_begin + next);
         seg::ptx::cp_async_commit();
-        w.mma_stage(stage_a(i % STAGES), stage_b(i % STAGES), warp_m * Shape::WM, warp_n * Shape::WN, lane);
+        w.mma_stage(stage_a(read), stage_b(read), warp_m * Shape::WM, warp_n * Shape::WN, lane);
         if constexpr (Plant_ == Plant::no_barrier_after_wait) __syncthreads();  // keeps the stages' reuse safe
+        read = read == STAGES - 1 ? 0 : read + 1;
+        write = write == STAGES - 1 ? 0 : write + 1;
       }
     }
     seg::ptx::cp_async_wait_all();

@@ -43,17 +43,34 @@ struct MatrixSource {
     return s;
   }
 
+  // What depends on the fixed coordinate only. Major::k: the row's start (rows past the operand keep
+  // base and count 0). Major::mn: the column and how many of its chunk's kChunk elements exist.
   struct Slot {
     int fixed;
+    const T* row;  // Major::k: base + fixed * ld
+    int width;     // Major::mn: min(cols - fixed, kChunk), 0 past the operand
   };
-  __device__ Slot slot(int fixed) const { return {fixed}; }
+  __device__ Slot slot(int fixed) const {
+    Slot s{fixed, base, 0};
+    if constexpr (Mj == Major::k) {
+      if (fixed < rows) s.row = base + fixed * ld;
+    } else {
+      s.width = fixed >= cols ? 0 : cols - fixed < kChunk ? cols - fixed : kChunk;
+    }
+    return s;
+  }
 
   __device__ int chunk(const Slot& s, int moving, const T*& p) const {
-    const int r = Mj == Major::k ? s.fixed : moving, c = Mj == Major::k ? moving : s.fixed;
-    p = base;
-    if (r >= rows || c >= cols) return 0;
-    p = base + r * ld + c;
-    return cols - c < kChunk ? cols - c : kChunk;
+    if constexpr (Mj == Major::k) {
+      int n = s.fixed < rows ? cols - moving : 0;
+      n = n < 0 ? 0 : n < kChunk ? n : kChunk;
+      p = n ? s.row + moving : base;
+      return n;
+    } else {
+      const bool in = moving < rows && s.width > 0;
+      p = in ? base + moving * ld + s.fixed : base;
+      return in ? s.width : 0;
+    }
   }
   __device__ typename Element<T>::Bits element(const Slot& s, int moving, int e) const {
     const int r = Mj == Major::k ? s.fixed : moving, c = (Mj == Major::k ? moving : s.fixed) + e;

@@ -29,6 +29,7 @@ struct TileLoader {
   static constexpr int kRows = Tile::kElements / Tile::kStride;
   static constexpr int kTotal = kRows * Tile::kChunks;
   static constexpr int kIters = (kTotal + THREADS - 1) / THREADS;
+  static constexpr bool kExact = kTotal % THREADS == 0;  // every thread has kIters chunks
   using Bits = typename Element<T>::Bits;
 
   typename Source::Slot slot[kIters];
@@ -58,31 +59,37 @@ struct TileLoader {
     }
   }
 
-  // Copies the tile whose K range starts at k0 into `tile` (one stage's buffer).
+  // Copies the tile whose K range starts at k0 into `tile` (one stage's buffer). The path is chosen
+  // once per tile, not per chunk, and a thread's chunk slots are all real when the tile's chunks
+  // divide evenly among the threads (kExact, known at compile time): the per-chunk work is then the
+  // source's address and count and one cp.async (tools/sass_loop_report.py counts what is left).
   __device__ void load(const Source& src, T* tile, int k0, bool vectorised) const {
+    if (vectorised) {
+      SEG_UNROLL
+      for (int i = 0; i < kIters; ++i) {
+        if (!kExact && smem_offset[i] < 0) continue;
+        const T* p;
+        const int n = src.chunk(slot[i], k0 + moving_offset[i], p);
+        seg::ptx::cp_async_16_zfill(tile + smem_offset[i], p, n * static_cast<int>(sizeof(T)));
+      }
+      return;
+    }
     SEG_UNROLL
     for (int i = 0; i < kIters; ++i) {
-      if (smem_offset[i] < 0) continue;
-      T* dst = tile + smem_offset[i];
+      if (!kExact && smem_offset[i] < 0) continue;
       const int moving = k0 + moving_offset[i];
-      if (vectorised) {
-        const T* p;
-        const int n = src.chunk(slot[i], moving, p);
-        seg::ptx::cp_async_16_zfill(dst, p, n * static_cast<int>(sizeof(T)));
-      } else {
-        Bits v[kChunk];
+      Bits v[kChunk];
+      SEG_UNROLL
+      for (int e = 0; e < kChunk; ++e) v[e] = src.element(slot[i], moving, e);
+      uint32_t w[4];
+      if constexpr (kChunk == 8) {
         SEG_UNROLL
-        for (int e = 0; e < kChunk; ++e) v[e] = src.element(slot[i], moving, e);
-        uint32_t w[4];
-        if constexpr (kChunk == 8) {
-          SEG_UNROLL
-          for (int j = 0; j < 4; ++j) w[j] = static_cast<uint32_t>(v[2 * j]) | (static_cast<uint32_t>(v[2 * j + 1]) << 16);
-        } else {
-          SEG_UNROLL
-          for (int j = 0; j < 4; ++j) w[j] = v[j];
-        }
-        store_vec(dst, make_uint4(w[0], w[1], w[2], w[3]));
+        for (int j = 0; j < 4; ++j) w[j] = static_cast<uint32_t>(v[2 * j]) | (static_cast<uint32_t>(v[2 * j + 1]) << 16);
+      } else {
+        SEG_UNROLL
+        for (int j = 0; j < 4; ++j) w[j] = v[j];
       }
+      store_vec(tile + smem_offset[i], make_uint4(w[0], w[1], w[2], w[3]));
     }
   }
 };
