@@ -442,7 +442,7 @@ void conv2d_backward_weight_cudnn(const ConvShape& s, const T* x, const T* dy, T
                                   const ConvTcArgs& args) {
   const int64_t ldx = ld_or(args.ldx, s.C), ldy = ld_or(args.ldy, s.O);
   // The bias gradient is a column sum of dy, computed by our own fixed-order kernel:
-  // cudnnConvolutionBackwardBias returned CUDNN_STATUS_NOT_SUPPORTED for NHWC f16 on the H200
+  // cudnnConvolutionBackwardBias returned CUDNN_STATUS_NOT_SUPPORTED for bf16 on the H200
   // (cuDNN 9, first GPU run), and a column sum is memory-bound, where a library has no edge.
   if (db) conv2d_backward_weight_tc<T>(s, x, dy, nullptr, db, stream, args);
   if (!dw) return;

@@ -12,7 +12,7 @@
 // algorithms needing up to max(args.workspace.bytes, 256 MiB) of workspace; a call uses
 // args.workspace when it is large enough and otherwise allocates stream-ordered (cudaMallocAsync).
 // The bias gradient is our own column-sum kernel (conv2d_backward_weight_tc with dw null):
-// cudnnConvolutionBackwardBias is not supported for NHWC f16 in cuDNN 9.
+// cudnnConvolutionBackwardBias returned NOT_SUPPORTED for bf16 (cuDNN 9, H200).
 //
 // The library is not linked: it is loaded on first use with dlopen, so the binary runs where cuDNN
 // is absent (and says so). Search order: $SEG_CUDNN_LIBRARY (a file), the directory CMake found at
