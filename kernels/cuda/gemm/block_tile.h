@@ -45,6 +45,8 @@ enum class Plant : int {
 
 template <class T>
 struct ConvFwdASource;
+template <class T>
+struct ConvBwdDataASource;
 // The one configuration where ptxas's own register choice spilled (tools/ptxas_report.py;
 // docs/tensor-cores.md, "Static evidence"): the TF32 WMMA forward convolution with the 64x64 tile
 // took 96 registers on sm_90 (5 blocks of 4 warps per SM) and spilled 4 bytes. Told that 5 blocks
@@ -57,6 +59,13 @@ constexpr int min_blocks_per_sm() {
   if constexpr (std::is_same_v<T, float> && std::is_same_v<ASource, ConvFwdASource<float>> && Shape::BM == 64 &&
                 Shape::BN == 64)
     return 5;
+  // The f16/bf16 backward-data kernel with the 64x64 tile, since its sources divide with
+  // FastDivmod: unbounded, ptxas took 96 registers on sm_90 and spilled 4 bytes; bounded to 5
+  // blocks it spilled 116. Bounded to 4 (at most 128 registers) it does not spill, and 4 blocks per
+  // SM is the occupancy it had before at 124 registers.
+  if constexpr (!std::is_same_v<T, float> && std::is_same_v<ASource, ConvBwdDataASource<T>> && Shape::BM == 64 &&
+                Shape::BN == 64)
+    return 4;
 #endif
   return 0;
 }
@@ -138,9 +147,6 @@ struct GemmKernel {
         if (s < tiles) issue(s, kt_begin + s);
         seg::ptx::cp_async_commit();
       }
-      // read: the stage of tile i; write: the stage of tile i + STAGES - 1 (the one tile i - 1 used).
-      // Rotated by hand: i % STAGES would cost a multiply-high per tile for STAGES = 3.
-      int read = 0, write = STAGES - 1;
       for (int i = 0; i < tiles; ++i) {
         if constexpr (Plant_ == Plant::wait_one_group_short)
           seg::ptx::cp_async_wait_group<STAGES - 1>();
@@ -148,12 +154,10 @@ struct GemmKernel {
           seg::ptx::cp_async_wait_group<STAGES - 2>();
         if constexpr (Plant_ != Plant::no_barrier_after_wait) __syncthreads();
         const int next = i + STAGES - 1;
-        if (next < tiles) issue(write, kt_begin + next);
+        if (next < tiles) issue(next % STAGES, kt_begin + next);
         seg::ptx::cp_async_commit();
-        w.mma_stage(stage_a(read), stage_b(read), warp_m * Shape::WM, warp_n * Shape::WN, lane);
+        w.mma_stage(stage_a(i % STAGES), stage_b(i % STAGES), warp_m * Shape::WM, warp_n * Shape::WN, lane);
         if constexpr (Plant_ == Plant::no_barrier_after_wait) __syncthreads();  // keeps the stages' reuse safe
-        read = read == STAGES - 1 ? 0 : read + 1;
-        write = write == STAGES - 1 ? 0 : write + 1;
       }
     }
     seg::ptx::cp_async_wait_all();

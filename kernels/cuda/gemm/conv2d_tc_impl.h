@@ -84,7 +84,12 @@ inline ConvDims conv_dims(const ConvShape& s, const char* who) {
                        static_cast<int>(s.Ho()),     static_cast<int>(s.Wo()),     static_cast<int>(s.KH),
                        static_cast<int>(s.KW),       static_cast<int>(s.stride_h), static_cast<int>(s.stride_w),
                        static_cast<int>(s.pad_h),    static_cast<int>(s.pad_w),    static_cast<int>(s.dil_h),
-                       static_cast<int>(s.dil_w)};
+                       static_cast<int>(s.dil_w),
+                       FastDivmod(static_cast<int32_t>(s.KW)),
+                       FastDivmod(static_cast<int32_t>(s.Wo())),
+                       FastDivmod(static_cast<int32_t>(s.Ho() * s.Wo())),
+                       FastDivmod(static_cast<int32_t>(s.stride_h)),
+                       FastDivmod(static_cast<int32_t>(s.stride_w))};
   d.taps = static_cast<int>(s.KH * s.KW);
   d.Cg = static_cast<int>(s.Cg());
   d.Og = static_cast<int>(s.Og());
@@ -125,7 +130,7 @@ ConvGemm<ConvFwdASource<device_t<T>>, MatrixSource<device_t<T>, Major::k>> forwa
   const int64_t ldy = pixel_stride(args.ldy, s.O, "conv2d_forward_tc", "ldy");
   const int K = d.taps * d.Cg;
   GemmArgs<ConvFwdASource<DT>, MatrixSource<DT, Major::k>> p;
-  p.a = ConvFwdASource<DT>{reinterpret_cast<const DT*>(x), ldx, d.geo, d.Cg, static_cast<int>(d.P), K};
+  p.a = ConvFwdASource<DT>{reinterpret_cast<const DT*>(x), ldx, d.geo, d.Cg, static_cast<int>(d.P), K, FastDivmod(d.Cg)};
   p.b = MatrixSource<DT, Major::k>{reinterpret_cast<const DT*>(w), K, d.Og, K, static_cast<int64_t>(d.Og) * K};
   p.M = static_cast<int>(d.P);
   p.N = d.Og;
@@ -162,8 +167,9 @@ ConvGemm<ConvBwdDataASource<device_t<T>>, ConvBwdDataBSource<device_t<T>>> backw
   const int64_t ldy = pixel_stride(args.ldy, s.O, "conv2d_backward_data_tc", "ldy");
   const int K = d.taps * d.Og;
   GemmArgs<ConvBwdDataASource<DT>, ConvBwdDataBSource<DT>> p;
-  p.a = ConvBwdDataASource<DT>{reinterpret_cast<const DT*>(dy), ldy, d.geo, d.Og, static_cast<int>(d.NHW), K};
-  p.b = ConvBwdDataBSource<DT>{reinterpret_cast<const DT*>(w), d.taps, d.Og, d.Cg, K};
+  p.a = ConvBwdDataASource<DT>{reinterpret_cast<const DT*>(dy), ldy, d.geo, d.Og, static_cast<int>(d.NHW), K,
+                                FastDivmod(d.Og)};
+  p.b = ConvBwdDataBSource<DT>{reinterpret_cast<const DT*>(w), d.taps, d.Og, d.Cg, K, FastDivmod(d.Og)};
   p.M = static_cast<int>(d.NHW);
   p.N = d.Cg;
   p.K = K;

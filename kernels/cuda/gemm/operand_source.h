@@ -18,6 +18,7 @@
 
 #include <cstdint>
 
+#include "kernels/common/fast_divmod.h"
 #include "kernels/cuda/gemm/tile_config.h"
 
 namespace seg::cuda::tc {
@@ -43,34 +44,17 @@ struct MatrixSource {
     return s;
   }
 
-  // What depends on the fixed coordinate only. Major::k: the row's start (rows past the operand keep
-  // base and count 0). Major::mn: the column and how many of its chunk's kChunk elements exist.
   struct Slot {
     int fixed;
-    const T* row;  // Major::k: base + fixed * ld
-    int width;     // Major::mn: min(cols - fixed, kChunk), 0 past the operand
   };
-  __device__ Slot slot(int fixed) const {
-    Slot s{fixed, base, 0};
-    if constexpr (Mj == Major::k) {
-      if (fixed < rows) s.row = base + fixed * ld;
-    } else {
-      s.width = fixed >= cols ? 0 : cols - fixed < kChunk ? cols - fixed : kChunk;
-    }
-    return s;
-  }
+  __device__ Slot slot(int fixed) const { return {fixed}; }
 
   __device__ int chunk(const Slot& s, int moving, const T*& p) const {
-    if constexpr (Mj == Major::k) {
-      int n = s.fixed < rows ? cols - moving : 0;
-      n = n < 0 ? 0 : n < kChunk ? n : kChunk;
-      p = n ? s.row + moving : base;
-      return n;
-    } else {
-      const bool in = moving < rows && s.width > 0;
-      p = in ? base + moving * ld + s.fixed : base;
-      return in ? s.width : 0;
-    }
+    const int r = Mj == Major::k ? s.fixed : moving, c = Mj == Major::k ? moving : s.fixed;
+    p = base;
+    if (r >= rows || c >= cols) return 0;
+    p = base + r * ld + c;
+    return cols - c < kChunk ? cols - c : kChunk;
   }
   __device__ typename Element<T>::Bits element(const Slot& s, int moving, int e) const {
     const int r = Mj == Major::k ? s.fixed : moving, c = (Mj == Major::k ? moving : s.fixed) + e;
@@ -79,10 +63,13 @@ struct MatrixSource {
   }
 };
 
-// Convolution geometry as the sources use it (int: every extent of the models fits).
+// Convolution geometry as the sources use it (int: every extent of the models fits), with the
+// divisors the main loop divides by as multiply-and-shift (kernels/common/fast_divmod.h): the
+// K-index splits below run once per copied chunk, in the loop the tensor cores wait on.
 struct ConvGeometry {
   int N, H, W, Ho, Wo, KH, KW;
   int sh, sw, ph, pw, dh, dw;
+  FastDivmod by_kw, by_wo, by_howo, by_sh, by_sw;  // KW, Wo, Ho*Wo, sh, sw
 };
 
 // Forward, A[m, k] (Major::k): m = output pixel (n, ho, wo), k = (kh, kw, c) with c fastest:
@@ -95,6 +82,7 @@ struct ConvFwdASource {
   int64_t ldx;
   ConvGeometry geo;
   int Cg, M, K;
+  FastDivmod by_cg;  // Cg
 
   __device__ ConvFwdASource with_group(int g) const {
     ConvFwdASource s = *this;
@@ -117,15 +105,18 @@ struct ConvFwdASource {
     s.wb = wo * geo.sw - geo.pw;
     return s;
   }
-  // The address of x for (slot, k), or null outside the image; `c` receives k's channel.
+  // The address of x for (slot, k), or null outside the image; `c` receives k's channel. Written
+  // without early returns (one select at the end, unsigned compares for 0 <= h < H) so that nvcc
+  // predicates it instead of branching around each test: this runs per copied chunk in the main
+  // loop. k may pass K by less than a tile, so the splits stay within FastDivmod's range.
   __device__ const T* at(const Slot& s, int k, int& c) const {
-    if (!s.valid || k >= K) return nullptr;
-    const int tap = k / Cg;
-    c = k - tap * Cg;
-    const int kh = tap / geo.KW, kw = tap - kh * geo.KW;
+    int tap, kh, kw;
+    by_cg.divmod(k, tap, c);
+    geo.by_kw.divmod(tap, kh, kw);
     const int h = s.hb + kh * geo.dh, w = s.wb + kw * geo.dw;
-    if (h < 0 || h >= geo.H || w < 0 || w >= geo.W) return nullptr;
-    return x + (s.image + static_cast<int64_t>(h) * geo.W + w) * ldx + c;
+    const bool in = s.valid && k < K && static_cast<unsigned>(h) < static_cast<unsigned>(geo.H) &&
+                    static_cast<unsigned>(w) < static_cast<unsigned>(geo.W);
+    return in ? x + (s.image + static_cast<int64_t>(h) * geo.W + w) * ldx + c : nullptr;
   }
   __device__ int chunk(const Slot& s, int k, const T*& p) const {
     int c = 0;
@@ -150,6 +141,7 @@ struct ConvBwdDataASource {
   int64_t lddy;
   ConvGeometry geo;
   int Og, M, K;
+  FastDivmod by_og;  // Og
 
   __device__ ConvBwdDataASource with_group(int g) const {
     ConvBwdDataASource s = *this;
@@ -173,22 +165,17 @@ struct ConvBwdDataASource {
     return s;
   }
   __device__ const T* at(const Slot& s, int k, int& o) const {
-    if (!s.valid || k >= K) return nullptr;
-    const int tap = k / Og;
-    o = k - tap * Og;
-    const int kh = tap / geo.KW, kw = tap - kh * geo.KW;
-    int hn = s.hp - kh * geo.dh, wn = s.wp - kw * geo.dw;
-    if (hn < 0 || wn < 0) return nullptr;
-    if (geo.sh != 1) {
-      if (hn % geo.sh) return nullptr;
-      hn /= geo.sh;
-    }
-    if (geo.sw != 1) {
-      if (wn % geo.sw) return nullptr;
-      wn /= geo.sw;
-    }
-    if (hn >= geo.Ho || wn >= geo.Wo) return nullptr;
-    return dy + (s.image + static_cast<int64_t>(hn) * geo.Wo + wn) * lddy + o;
+    // Branch-free like ConvFwdASource::at; a negative hn or wn is clamped to 0 before the divide
+    // (FastDivmod's range) and rejected by `in` anyway. by_sh/by_sw are the identity for stride 1.
+    int tap, kh, kw;
+    by_og.divmod(k, tap, o);
+    geo.by_kw.divmod(tap, kh, kw);
+    const int hp = s.hp - kh * geo.dh, wp = s.wp - kw * geo.dw;
+    int hn, wn, hr, wr;
+    geo.by_sh.divmod(hp > 0 ? hp : 0, hn, hr);
+    geo.by_sw.divmod(wp > 0 ? wp : 0, wn, wr);
+    const bool in = s.valid && k < K && hp >= 0 && wp >= 0 && hr == 0 && wr == 0 && hn < geo.Ho && wn < geo.Wo;
+    return in ? dy + (s.image + static_cast<int64_t>(hn) * geo.Wo + wn) * lddy + o : nullptr;
   }
   __device__ int chunk(const Slot& s, int k, const T*& p) const {
     int o = 0;
@@ -210,6 +197,7 @@ struct ConvBwdDataBSource {
   static constexpr int kChunk = Element<T>::kChunk;
   const T* w;
   int taps, Og, Cg, K;
+  FastDivmod by_og;  // Og
 
   __device__ ConvBwdDataBSource with_group(int g) const {
     ConvBwdDataBSource s = *this;
@@ -222,7 +210,8 @@ struct ConvBwdDataBSource {
   __device__ Slot slot(int c) const { return {c}; }
   __device__ const T* at(int k, int c) const {
     if (k >= K || c >= Cg) return nullptr;
-    const int tap = k / Og, o = k - tap * Og;
+    int tap, o;
+    by_og.divmod(k, tap, o);
     return w + (static_cast<int64_t>(o) * taps + tap) * Cg + c;
   }
   __device__ int chunk(const Slot& s, int k, const T*& p) const {
@@ -267,13 +256,15 @@ struct ConvBwdWeightBSource {
     return s;
   }
   __device__ Slot slot(int j) const { return slot_of(j); }
+  // Branch-free like ConvFwdASource::at (k may pass P by less than a tile).
   __device__ const T* at(const Slot& s, int k) const {
-    if (!s.valid || k >= P) return nullptr;
-    const int hw = geo.Ho * geo.Wo;
-    const int n = k / hw, rest = k - n * hw, ho = rest / geo.Wo, wo = rest - ho * geo.Wo;
+    int n, rest, ho, wo;
+    geo.by_howo.divmod(k, n, rest);
+    geo.by_wo.divmod(rest, ho, wo);
     const int h = ho * geo.sh + s.hoff, w = wo * geo.sw + s.woff;
-    if (h < 0 || h >= geo.H || w < 0 || w >= geo.W) return nullptr;
-    return x + ((static_cast<int64_t>(n) * geo.H + h) * geo.W + w) * ldx + s.c;
+    const bool in = s.valid && k < P && static_cast<unsigned>(h) < static_cast<unsigned>(geo.H) &&
+                    static_cast<unsigned>(w) < static_cast<unsigned>(geo.W);
+    return in ? x + ((static_cast<int64_t>(n) * geo.H + h) * geo.W + w) * ldx + s.c : nullptr;
   }
   __device__ int chunk(const Slot& s, int k, const T*& p) const {
     const T* q = at(s, k);

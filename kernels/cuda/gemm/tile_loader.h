@@ -59,37 +59,31 @@ struct TileLoader {
     }
   }
 
-  // Copies the tile whose K range starts at k0 into `tile` (one stage's buffer). The path is chosen
-  // once per tile, not per chunk, and a thread's chunk slots are all real when the tile's chunks
-  // divide evenly among the threads (kExact, known at compile time): the per-chunk work is then the
-  // source's address and count and one cp.async (tools/sass_loop_report.py counts what is left).
+  // Copies the tile whose K range starts at k0 into `tile` (one stage's buffer).
   __device__ void load(const Source& src, T* tile, int k0, bool vectorised) const {
-    if (vectorised) {
-      SEG_UNROLL
-      for (int i = 0; i < kIters; ++i) {
-        if (!kExact && smem_offset[i] < 0) continue;
-        const T* p;
-        const int n = src.chunk(slot[i], k0 + moving_offset[i], p);
-        seg::ptx::cp_async_16_zfill(tile + smem_offset[i], p, n * static_cast<int>(sizeof(T)));
-      }
-      return;
-    }
     SEG_UNROLL
     for (int i = 0; i < kIters; ++i) {
-      if (!kExact && smem_offset[i] < 0) continue;
+      if (!kExact && smem_offset[i] < 0) continue;  // known at compile time when the chunks divide evenly
+      T* dst = tile + smem_offset[i];
       const int moving = k0 + moving_offset[i];
-      Bits v[kChunk];
-      SEG_UNROLL
-      for (int e = 0; e < kChunk; ++e) v[e] = src.element(slot[i], moving, e);
-      uint32_t w[4];
-      if constexpr (kChunk == 8) {
-        SEG_UNROLL
-        for (int j = 0; j < 4; ++j) w[j] = static_cast<uint32_t>(v[2 * j]) | (static_cast<uint32_t>(v[2 * j + 1]) << 16);
+      if (vectorised) {
+        const T* p;
+        const int n = src.chunk(slot[i], moving, p);
+        seg::ptx::cp_async_16_zfill(dst, p, n * static_cast<int>(sizeof(T)));
       } else {
+        Bits v[kChunk];
         SEG_UNROLL
-        for (int j = 0; j < 4; ++j) w[j] = v[j];
+        for (int e = 0; e < kChunk; ++e) v[e] = src.element(slot[i], moving, e);
+        uint32_t w[4];
+        if constexpr (kChunk == 8) {
+          SEG_UNROLL
+          for (int j = 0; j < 4; ++j) w[j] = static_cast<uint32_t>(v[2 * j]) | (static_cast<uint32_t>(v[2 * j + 1]) << 16);
+        } else {
+          SEG_UNROLL
+          for (int j = 0; j < 4; ++j) w[j] = v[j];
+        }
+        store_vec(dst, make_uint4(w[0], w[1], w[2], w[3]));
       }
-      store_vec(tile + smem_offset[i], make_uint4(w[0], w[1], w[2], w[3]));
     }
   }
 };
