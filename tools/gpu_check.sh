@@ -20,11 +20,11 @@
 #                           all, at most 60 s each
 #   bench_<model>_<amp> 120 segtrain bench --device cuda:0, MobileNetV2dilated-C1_deepsup (25 s each)
 #                           and ResNet50dilated-PPM_deepsup (35 s each), batch 8, 512x512, O0 and O2
-#   torch               60  tools/bench/torch_step.py, the same four steps in the machine's PyTorch
+#   torch               45  tools/bench/torch_step.py, the same four steps in the machine's PyTorch
 #                           (channels_last; O0 f32, and torch.autocast f16 + GradScaler beside O2)
-#   lab_small           30  lab_tc on the shapes the simulator estimated (gpu-carry/lab_estimates.txt)
+#   lab_small           20  lab_tc on the shapes the simulator estimated (gpu-carry/lab_estimates.txt)
 #   lab_gemm            50  lab_tc gemm: square 4096, 8192 and a thin deep shape vs cuBLASLt
-#   lab_conv_mobilenet  40  lab_tc conv --model mobilenet vs cuDNN
+#   lab_conv_mobilenet  60  lab_tc conv --model mobilenet vs cuDNN (it ran out of 40 s on the first H200)
 #   lab_conv_resnet50   90  lab_tc conv --model resnet50 vs cuDNN (or more: all the budget left)
 # The lab runs with --reps 10 --warmup 3 --slow-cap 4: the SIMT versions (GEMM v1/v2, conv v1) only
 # on shapes of at most 4 GFLOP. Then it prints: segtrain against PyTorch per step, the simulator's
@@ -254,10 +254,10 @@ else
   for m in mobilenetv2dilated-c1_deepsup:25 resnet50dilated-ppm_deepsup:35; do
     for amp in O0 O2; do stage "bench_${m%%dilated*}_$amp" "${m#*:}" bench "${m%:*}" "$amp"; done
   done
-  stage torch 60 torch_steps
-  stage lab_small 30 lab_small
+  stage torch 45 torch_steps
+  stage lab_small 20 lab_small
   stage lab_gemm 50 lab gemm
-  stage lab_conv_mobilenet 40 lab conv --model mobilenet
+  stage lab_conv_mobilenet 60 lab conv --model mobilenet
   # the last stage: 90 s, or all that the budget has left
   l=$(left)
   stage lab_conv_resnet50 $((l > 90 ? l : 90)) lab conv --model resnet50
