@@ -96,8 +96,12 @@ void own_vs_cudnn(const seg::ConvShape& s, const std::string& what) {
     return seg::test::Tolerance{2 * (K + 4) * std::ldexp(1.0, -24) * K + tf32 + extra_atol,
                                 2 * seg::test::output_rtol<T>()};
   };
-  const seg::cuda::CudnnAlgoSearch saved = seg::cuda::cudnn_algo_search();
-  seg::cuda::set_cudnn_algo_search(seg::cuda::CudnnAlgoSearch::sums_only);
+  // Restored however this function ends (a failed check throws nothing, a cuDNN error does).
+  struct SearchGuard {
+    seg::cuda::CudnnAlgoSearch saved = seg::cuda::cudnn_algo_search();
+    SearchGuard() { seg::cuda::set_cudnn_algo_search(seg::cuda::CudnnAlgoSearch::sums_only); }
+    ~SearchGuard() { seg::cuda::set_cudnn_algo_search(saved); }
+  } guard;
   const double K_fwd = static_cast<double>(s.KH * s.KW * (s.C / s.groups));
   seg::test::DeviceBuffer<T> y1(static_cast<size_t>(s.y_numel())), y2(static_cast<size_t>(s.y_numel()));
   seg::cuda::conv2d_forward_tc<T>(s, dx_in.get(), dw_in.get(), db_in.get(), y1.get(), nullptr, args);
@@ -115,7 +119,6 @@ void own_vs_cudnn(const seg::ConvShape& s, const std::string& what) {
   seg::test::DeviceBuffer<T> dbias(static_cast<size_t>(s.O));
   seg::cuda::conv2d_backward_weight_tc<T>(s, dx_in.get(), ddy.get(), dw1.get(), nullptr, nullptr, args);
   seg::cuda::conv2d_backward_weight_cudnn<T>(s, dx_in.get(), ddy.get(), dw2.get(), dbias.get(), nullptr, args);
-  seg::cuda::set_cudnn_algo_search(saved);
   c = seg::test::compare(dw1.download(), dw2.download(), tolerance(P));
   CHECK_MESSAGE(c.ok(), what << ", backward weight (" << seg::cuda::cudnn_last_choice() << "): " << c.str());
   // db[o] = sum over pixels of dy[p, o], in double on the host: one f32 accumulation and one
