@@ -28,7 +28,6 @@ import sys
 
 INSN = re.compile(r"/\*([0-9a-f]{4,})\*/\s+(@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)([^;]*);")
 FUNC = re.compile(r"Function : (\S+)")
-BRANCH = re.compile(r"BRA\s+(?:`\(\.L_x_\d+\)|0x([0-9a-f]+))")
 
 
 def find_cuobjdump():

@@ -340,6 +340,42 @@ Mode search_mode() {
 
 int64_t ld_or(int64_t given, int64_t dense) { return given ? given : dense; }
 
+// One direction's whole call, shared by the three: choose the algorithm (once per shape: cached),
+// find its workspace, run it. Perf/Count are the direction's cudnn*AlgoPerf_t and algorithm count;
+// heuristic(perf, &n) and measured(perf, &n, workspace, bytes) fill cuDNN's ranking (the
+// cudnnGet*_v7 and cudnnFind*Ex calls), run(algo, workspace, bytes) runs the chosen algorithm.
+template <class T, class Perf, int Count, class Heuristic, class Measured, class Run>
+void choose_and_run(ConvDirection dir, const ConvShape& s, int64_t ldx, int64_t ldy, const ConvTcArgs& args,
+                    Stream stream, Heuristic heuristic, Measured measured, Run run) {
+  const size_t cap = args.workspace.bytes > kSearchWorkspace ? args.workspace.bytes : kSearchWorkspace;
+  const Mode mode = search_mode();
+  const Choice c = cached_choice<T>(dir, s, ldx, ldy, cap, [&] {
+    Perf perf[Count];
+    int n = 0;
+    if (!mode.measured) {
+      heuristic(perf, &n);
+      return first_fitting(dir, perf, n, cap, mode.sums_only, false);
+    }
+    Scratch ws(args.workspace, cap, stream);
+    const size_t usable = ws.data() ? cap : 0;
+    measured(perf, &n, ws.data(), usable);
+    return first_fitting(dir, perf, n, usable, mode.sums_only, true);
+  });
+  t_last_choice = c.report;
+  Scratch ws(args.workspace, c.memory, stream);
+  if (c.memory && !ws.data())
+    throw std::runtime_error("cuDNN: no memory for the " + std::to_string(c.memory) + "-byte workspace of " + c.report +
+                             ": " + ws.error());
+  run(c.algo, ws.data(), c.memory);
+}
+
+// The current device's handle, bound to `stream`.
+cudnnHandle_t handle_on(Stream stream) {
+  cudnnHandle_t h = handle_for_current_device();
+  check(require().cudnnSetStream(h, stream), "set stream");
+  return h;
+}
+
 }  // namespace
 
 void set_cudnn_algo_search(CudnnAlgoSearch search) { search_state().store(static_cast<int>(search)); }
@@ -367,35 +403,25 @@ void conv2d_forward_cudnn(const ConvShape& s, const T* x, const T* w, const T* b
   if (args.act != TcActivation::none) throw std::invalid_argument("conv2d_forward_cudnn: no fused activation");
   const int64_t ldx = ld_or(args.ldx, s.C), ldy = ld_or(args.ldy, s.O);
   Descriptors d(s, ldx, ldy, static_cast<T*>(nullptr));
-  cudnnHandle_t h = handle_for_current_device();
-  check(d.a.cudnnSetStream(h, stream), "set stream");
-  const size_t cap = args.workspace.bytes > kSearchWorkspace ? args.workspace.bytes : kSearchWorkspace;
-  const Mode mode = search_mode();
-  const Choice c = cached_choice<T>(ConvDirection::forward, s, ldx, ldy, cap, [&] {
-    cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
-    int n = 0;
-    if (!mode.measured) {
-      check(d.a.cudnnGetConvolutionForwardAlgorithm_v7(h, d.x, d.w, d.conv, d.y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &n,
-                                                       perf),
-            "forward algorithm (heuristic)");
-      return first_fitting(ConvDirection::forward, perf, n, cap, mode.sums_only, false);
-    }
-    Scratch ws(args.workspace, cap, stream);
-    const size_t usable = ws.data() ? cap : 0;
-    check(d.a.cudnnFindConvolutionForwardAlgorithmEx(h, d.x, x, d.w, w, d.conv, d.y, y,
-                                                     CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &n, perf, ws.data(), usable),
-          "forward algorithm (measured)");
-    return first_fitting(ConvDirection::forward, perf, n, usable, mode.sums_only, true);
-  });
-  t_last_choice = c.report;
-  Scratch ws(args.workspace, c.memory, stream);
-  if (c.memory && !ws.data())
-    throw std::runtime_error("cuDNN: no memory for the " + std::to_string(c.memory) + "-byte workspace of " + c.report +
-                             ": " + ws.error());
+  cudnnHandle_t h = handle_on(stream);
   const float one = 1.0f, zero = 0.0f;
-  check(d.a.cudnnConvolutionForward(h, &one, d.x, x, d.w, w, d.conv, static_cast<cudnnConvolutionFwdAlgo_t>(c.algo),
-                                    ws.data(), c.memory, &zero, d.y, y),
-        "cudnnConvolutionForward");
+  choose_and_run<T, cudnnConvolutionFwdAlgoPerf_t, CUDNN_CONVOLUTION_FWD_ALGO_COUNT>(
+      ConvDirection::forward, s, ldx, ldy, args, stream,
+      [&](auto* perf, int* n) {
+        check(d.a.cudnnGetConvolutionForwardAlgorithm_v7(h, d.x, d.w, d.conv, d.y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, n,
+                                                         perf),
+              "forward algorithm (heuristic)");
+      },
+      [&](auto* perf, int* n, void* ws, size_t bytes) {
+        check(d.a.cudnnFindConvolutionForwardAlgorithmEx(h, d.x, x, d.w, w, d.conv, d.y, y,
+                                                         CUDNN_CONVOLUTION_FWD_ALGO_COUNT, n, perf, ws, bytes),
+              "forward algorithm (measured)");
+      },
+      [&](int algo, void* ws, size_t bytes) {
+        check(d.a.cudnnConvolutionForward(h, &one, d.x, x, d.w, w, d.conv, static_cast<cudnnConvolutionFwdAlgo_t>(algo),
+                                          ws, bytes, &zero, d.y, y),
+              "cudnnConvolutionForward");
+      });
   if (b) check(d.a.cudnnAddTensor(h, &one, d.bias, b, &one, d.y, y), "cudnnAddTensor (bias)");
 }
 
@@ -404,37 +430,26 @@ void conv2d_backward_data_cudnn(const ConvShape& s, const T* w, const T* dy, T* 
                                 const ConvTcArgs& args) {
   const int64_t ldx = ld_or(args.ldx, s.C), ldy = ld_or(args.ldy, s.O);
   Descriptors d(s, ldx, ldy, static_cast<T*>(nullptr));
-  cudnnHandle_t h = handle_for_current_device();
-  check(d.a.cudnnSetStream(h, stream), "set stream");
-  const size_t cap = args.workspace.bytes > kSearchWorkspace ? args.workspace.bytes : kSearchWorkspace;
-  const Mode mode = search_mode();
-  const Choice c = cached_choice<T>(ConvDirection::backward_data, s, ldx, ldy, cap, [&] {
-    cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
-    int n = 0;
-    if (!mode.measured) {
-      check(d.a.cudnnGetConvolutionBackwardDataAlgorithm_v7(h, d.w, d.y, d.conv, d.x,
-                                                            CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &n, perf),
-            "backward-data algorithm (heuristic)");
-      return first_fitting(ConvDirection::backward_data, perf, n, cap, mode.sums_only, false);
-    }
-    Scratch ws(args.workspace, cap, stream);
-    const size_t usable = ws.data() ? cap : 0;
-    check(d.a.cudnnFindConvolutionBackwardDataAlgorithmEx(h, d.w, w, d.y, dy, d.conv, d.x, dx,
-                                                          CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &n, perf, ws.data(),
-                                                          usable),
-          "backward-data algorithm (measured)");
-    return first_fitting(ConvDirection::backward_data, perf, n, usable, mode.sums_only, true);
-  });
-  t_last_choice = c.report;
-  Scratch ws(args.workspace, c.memory, stream);
-  if (c.memory && !ws.data())
-    throw std::runtime_error("cuDNN: no memory for the " + std::to_string(c.memory) + "-byte workspace of " + c.report +
-                             ": " + ws.error());
-  const float one = 1.0f, zero = 0.0f;
-  check(d.a.cudnnConvolutionBackwardData(h, &one, d.w, w, d.y, dy, d.conv,
-                                         static_cast<cudnnConvolutionBwdDataAlgo_t>(c.algo), ws.data(), c.memory, &zero,
-                                         d.x, dx),
-        "cudnnConvolutionBackwardData");
+  cudnnHandle_t h = handle_on(stream);
+  choose_and_run<T, cudnnConvolutionBwdDataAlgoPerf_t, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT>(
+      ConvDirection::backward_data, s, ldx, ldy, args, stream,
+      [&](auto* perf, int* n) {
+        check(d.a.cudnnGetConvolutionBackwardDataAlgorithm_v7(h, d.w, d.y, d.conv, d.x,
+                                                              CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, n, perf),
+              "backward-data algorithm (heuristic)");
+      },
+      [&](auto* perf, int* n, void* ws, size_t bytes) {
+        check(d.a.cudnnFindConvolutionBackwardDataAlgorithmEx(h, d.w, w, d.y, dy, d.conv, d.x, dx,
+                                                              CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, n, perf, ws, bytes),
+              "backward-data algorithm (measured)");
+      },
+      [&](int algo, void* ws, size_t bytes) {
+        const float one = 1.0f, zero = 0.0f;
+        check(d.a.cudnnConvolutionBackwardData(h, &one, d.w, w, d.y, dy, d.conv,
+                                               static_cast<cudnnConvolutionBwdDataAlgo_t>(algo), ws, bytes, &zero, d.x,
+                                               dx),
+              "cudnnConvolutionBackwardData");
+      });
 }
 
 template <class T>
@@ -447,37 +462,27 @@ void conv2d_backward_weight_cudnn(const ConvShape& s, const T* x, const T* dy, T
   if (db) conv2d_backward_weight_tc<T>(s, x, dy, nullptr, db, stream, args);
   if (!dw) return;
   Descriptors d(s, ldx, ldy, static_cast<T*>(nullptr));
-  cudnnHandle_t h = handle_for_current_device();
-  check(d.a.cudnnSetStream(h, stream), "set stream");
-  const size_t cap = args.workspace.bytes > kSearchWorkspace ? args.workspace.bytes : kSearchWorkspace;
-  const Mode mode = search_mode();
-  const Choice c = cached_choice<T>(ConvDirection::backward_weight, s, ldx, ldy, cap, [&] {
-    cudnnConvolutionBwdFilterAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
-    int n = 0;
-    if (!mode.measured) {
-      check(d.a.cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, d.x, d.y, d.conv, d.w,
-                                                              CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &n, perf),
-            "backward-filter algorithm (heuristic)");
-      return first_fitting(ConvDirection::backward_weight, perf, n, cap, mode.sums_only, false);
-    }
-    Scratch ws(args.workspace, cap, stream);
-    const size_t usable = ws.data() ? cap : 0;
-    check(d.a.cudnnFindConvolutionBackwardFilterAlgorithmEx(h, d.x, x, d.y, dy, d.conv, d.w, dw,
-                                                            CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &n, perf,
-                                                            ws.data(), usable),
-          "backward-filter algorithm (measured)");
-    return first_fitting(ConvDirection::backward_weight, perf, n, usable, mode.sums_only, true);
-  });
-  t_last_choice = c.report;
-  Scratch ws(args.workspace, c.memory, stream);
-  if (c.memory && !ws.data())
-    throw std::runtime_error("cuDNN: no memory for the " + std::to_string(c.memory) + "-byte workspace of " + c.report +
-                             ": " + ws.error());
-  const float one = 1.0f, zero = 0.0f;
-  check(d.a.cudnnConvolutionBackwardFilter(h, &one, d.x, x, d.y, dy, d.conv,
-                                           static_cast<cudnnConvolutionBwdFilterAlgo_t>(c.algo), ws.data(), c.memory,
-                                           &zero, d.w, dw),
-        "cudnnConvolutionBackwardFilter");
+  cudnnHandle_t h = handle_on(stream);
+  choose_and_run<T, cudnnConvolutionBwdFilterAlgoPerf_t, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT>(
+      ConvDirection::backward_weight, s, ldx, ldy, args, stream,
+      [&](auto* perf, int* n) {
+        check(d.a.cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, d.x, d.y, d.conv, d.w,
+                                                                CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, n, perf),
+              "backward-filter algorithm (heuristic)");
+      },
+      [&](auto* perf, int* n, void* ws, size_t bytes) {
+        check(d.a.cudnnFindConvolutionBackwardFilterAlgorithmEx(h, d.x, x, d.y, dy, d.conv, d.w, dw,
+                                                                CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, n, perf, ws,
+                                                                bytes),
+              "backward-filter algorithm (measured)");
+      },
+      [&](int algo, void* ws, size_t bytes) {
+        const float one = 1.0f, zero = 0.0f;
+        check(d.a.cudnnConvolutionBackwardFilter(h, &one, d.x, x, d.y, dy, d.conv,
+                                                 static_cast<cudnnConvolutionBwdFilterAlgo_t>(algo), ws, bytes, &zero,
+                                                 d.w, dw),
+              "cudnnConvolutionBackwardFilter");
+      });
 }
 
 #else  // simulated build, or nvcc without cudnn.h
