@@ -202,6 +202,13 @@ struct Row {
   double warm_ms, cold_ms;
 };
 
+// Under a library version's line: which algorithm the library ran, and why (cuDNN; nothing for
+// cuBLASLt).
+void print_library_note() {
+  const std::string note = lab::take_library_note();
+  if (!note.empty()) std::printf("      %s\n", note.c_str());
+}
+
 // One shape, every selected version: validate, time, validate again, print. Versions 1..last_simt
 // are the family's SIMT versions (no tensor cores), which --slow-cap keeps to small shapes.
 template <class Run, class Out>
@@ -232,10 +239,7 @@ void bench_shape(const Options& o, const std::vector<lab::Version>& versions, in
       g_failed = true;
       std::printf("  v%d %-18s FAILED: %zu of %zu elements differ; first [%zu] got %g want %g\n", v.id, v.name,
                   c.mismatches, got.size(), c.first, c.got, c.want);
-      if (v.library) {
-        const std::string note = lab::take_library_note();
-        if (!note.empty()) std::printf("      %s\n", note.c_str());
-      }
+      if (v.library) print_library_note();
       continue;
     }
     if (v.library) lib_ms = warm;
@@ -245,10 +249,7 @@ void bench_shape(const Options& o, const std::vector<lab::Version>& versions, in
     } else {
       std::printf("  v%d %-18s %9.3f ms warm %9.3f ms cold  %7.1f TFLOP/s\n", v.id, v.name, warm, cold,
                   flops / (warm * 1e-3) / 1e12);
-      if (v.library) {
-        const std::string note = lab::take_library_note();  // which algorithm the library ran, and why
-        if (!note.empty()) std::printf("      %s\n", note.c_str());
-      }
+      if (v.library) print_library_note();
     }
   }
   if (lib_ms > 0)
