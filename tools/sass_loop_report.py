@@ -7,7 +7,8 @@ stands in for Nsight Compute's issue-slot counters until a GPU measures them).
 For every kernel whose demangled name matches --filter (default: gemm_tc_kernel), the main loop is
 the backward branch whose body holds the most HMMA instructions. Printed per kernel: the loop's
 instructions (every issued slot, predicated-off ones included), HMMA, LDSM, LDGSTS (cp.async),
-BAR, BRA, and instructions per HMMA.
+BAR, BRA, and instructions per HMMA; then the same for the 16-byte path alone (the loop without the
+element-wise fallback's blocks, which aligned operands never enter).
 
 Why that ratio: on sm_80/sm_90 one SM sub-partition issues one warp instruction per clock, and one
 HMMA.16816 occupies its tensor core for several clocks (about 8 on A100: 1024 f16 FMA per clock
@@ -86,6 +87,49 @@ def main_loop(insns):
     return best
 
 
+def aligned_path(body):
+    """The loop's instructions that the 16-byte (cp.async) path can reach: basic blocks reachable from
+    the loop head without entering a block that holds an element-wise global load (LDG: the fallback
+    for unaligned operands, which aligned GEMMs never run). Both sides of every other branch count,
+    so it is an upper bound on what one trip of the aligned path issues. body: (address, opcode,
+    operands, predicate) of the loop, in address order."""
+    index = {a: i for i, (a, _, _, _) in enumerate(body)}
+
+    def target(operands):
+        m = re.search(r"0x([0-9a-f]+)", operands)
+        return index.get(int(m.group(1), 16)) if m else None
+
+    starts = {0}
+    for i, (_, op, operands, _) in enumerate(body):
+        if op == "BRA":
+            if target(operands) is not None:
+                starts.add(target(operands))
+            if i + 1 < len(body):
+                starts.add(i + 1)
+    starts = sorted(starts)
+    ends = starts[1:] + [len(body)]
+    block_at = {b: k for k, b in enumerate(starts)}
+    seen, todo = set(), [0]
+    while todo:
+        k = todo.pop()
+        if k in seen:
+            continue
+        b, e = starts[k], ends[k]
+        if any(op.startswith("LDG.") for _, op, _, _ in body[b:e]):
+            continue  # the element-wise fallback
+        seen.add(k)
+        _, op, operands, pred = body[e - 1]
+        if op == "BRA":
+            t = target(operands)
+            if t is not None and t > b:  # a forward branch inside the loop; the back edge ends the trip
+                todo.append(block_at[t])
+            if pred == "" or e >= len(body):  # unconditional: no fall-through
+                continue
+        if e < len(body):
+            todo.append(k + 1)
+    return [body[i] for k in sorted(seen) for i in range(starts[k], ends[k])]
+
+
 def report(path, arch, pattern, cuobjdump):
     out = subprocess.run([cuobjdump, "-sass", "-arch", arch, path], capture_output=True, text=True)
     if out.returncode != 0:
@@ -105,13 +149,16 @@ def report(path, arch, pattern, cuobjdump):
             print(f"{short}\n    no loop with HMMA\n")
             continue
         _, start, end = loop
-        body = [(a, o, p) for a, o, _, p in insns if start <= a <= end]
-        count = lambda prefix: sum(1 for _, o, _ in body if o.startswith(prefix))
+        body = [(a, o, ops, p) for a, o, ops, p in insns if start <= a <= end]
+        count = lambda prefix, part=body: sum(1 for _, o, _, _ in part if o.startswith(prefix))
         hmma = count("HMMA")
-        dead = sum(1 for _, _, p in body if p == "@!PT")
+        dead = sum(1 for _, _, _, p in body if p == "@!PT")
+        fast = aligned_path(body)
         print(f"{short}\n    main loop 0x{start:x}-0x{end:x}: {len(body)} instructions ({dead} never-executed @!PT), "
               f"HMMA {hmma}, LDSM {count('LDSM')}, LDGSTS {count('LDGSTS')}, LDG {count('LDG.')}, BAR {count('BAR')}, "
-              f"BRA {count('BRA')}: {len(body) / hmma:.1f} instructions per HMMA\n")
+              f"BRA {count('BRA')}: {len(body) / hmma:.1f} instructions per HMMA\n"
+              f"    16-byte path: {len(fast)} instructions, HMMA {count('HMMA', fast)}, LDSM {count('LDSM', fast)}, "
+              f"LDGSTS {count('LDGSTS', fast)}: {len(fast) / hmma:.1f} per HMMA\n")
     return True
 
 

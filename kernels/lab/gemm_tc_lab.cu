@@ -15,7 +15,13 @@
 //       (the product kernel, kernels/cuda/gemm_tc.h, 128x128 tile)
 //   v8  + split-K: the product launcher, which picks the tile and splits K when the output tiles
 //       cannot fill the GPU (thin, deep shapes), reducing the partials in a fixed order
-//   v9  cuBLASLt (GPU build): the baseline
+//   v9  128x256x32 tile with 64x64 warp tiles: more MMAs per copied chunk and per fragment load
+//   v10 v9 with 64-deep K tiles: half the barriers per MMA
+//   v11 v7 with four stages (one more K tile in flight; 64 KiB of shared memory)
+//   v12 v11 + fragment prefetch: each warp loads k step s+1's fragments before k step s's MMAs, and
+//       the barrier moves to the tile's last k step (block_tile.h, MainLoop::prefetch_fragments)
+//   v13 v12 with 64-deep K tiles and three stages (as much in flight, half the barriers per MMA)
+//   v14 cuBLASLt (GPU build): the baseline
 #include <cuda_fp16.h>
 
 #include "kernels/cuda/engine.h"
@@ -86,8 +92,9 @@ using Big = TileShape<128, 128, 32, 2, 4, Stages>;
 // counts the main loop). One block of 8 warps per SM (about 200 registers a thread).
 template <int BK>
 using Wide = TileShape<128, 256, BK, 2, 4, 3>;
-template <class Shape, SmemKind Kind, template <class, class, Major, Major, class, class> class Warp>
-using Lab = GemmKernel<__half, Shape, Major::k, Major::mn, Kind, Warp, ASrc, BSrc>;
+template <class Shape, SmemKind Kind, template <class, class, Major, Major, class, class> class Warp,
+          MainLoop Loop = MainLoop::barrier_first>
+using Lab = GemmKernel<__half, Shape, Major::k, Major::mn, Kind, Warp, ASrc, BSrc, Plant::none, Loop>;
 
 template <class Kernel>
 void run_block_kernel(const GemmProblem& p, seg::cuda::Stream stream) {
@@ -120,7 +127,10 @@ const std::vector<Version>& gemm_versions() {
       {8, "product", "+ tile choice and split-K by shape (seg::cuda::gemm_tc)", false},
       {9, "mma-128x256", "v7 with a 128x256x32 tile and 64x64 warp tiles (not yet the product's)", false},
       {10, "mma-128x256x64", "v9 with 64-deep K tiles: half the barriers per MMA", false},
-      {11, "cublaslt", "cuBLASLt (the baseline)", true},
+      {11, "mma-4stage", "v7 with four cp.async stages (64 KiB of shared memory)", false},
+      {12, "mma-prefetch", "v11 + next k step's fragments loaded before this one's MMAs, barrier at the last k step", false},
+      {13, "mma-prefetch-bk64", "v12 with 64-deep K tiles, three stages: half the barriers per MMA", false},
+      {14, "cublaslt", "cuBLASLt (the baseline)", true},
   };
   return v;
 }
@@ -156,7 +166,13 @@ bool run_gemm_version(int id, const GemmProblem& p, seg::cuda::Stream stream) {
       return true;
     case 9: run_block_kernel<Lab<Wide<32>, SmemKind::swizzled, MmaSyncWarpTile>>(p, stream); return true;
     case 10: run_block_kernel<Lab<Wide<64>, SmemKind::swizzled, MmaSyncWarpTile>>(p, stream); return true;
-    case 11:
+    case 11: run_block_kernel<Lab<Big<4>, SmemKind::swizzled, MmaSyncWarpTile>>(p, stream); return true;
+    case 12: run_block_kernel<Lab<Big<4>, SmemKind::swizzled, MmaSyncWarpTile, MainLoop::prefetch_fragments>>(p, stream); return true;
+    case 13:
+      run_block_kernel<Lab<TileShape<128, 128, 64, 2, 4, 3>, SmemKind::swizzled, MmaSyncWarpTile,
+                           MainLoop::prefetch_fragments>>(p, stream);
+      return true;
+    case 14:
       if (!seg::cuda::engine_available(seg::cuda::Engine::cublaslt)) return false;
       seg::cuda::gemm_cublaslt<seg::f16, float>(false, false, p.M, p.N, p.K, p.A, p.K, p.B, p.N, p.C, p.N, nullptr, {},
                                                 seg::cuda::TcWorkspace{p.workspace, p.workspace_bytes}, stream);

@@ -11,7 +11,8 @@
 //   drain, __syncthreads(); per warp row: accumulators -> shared memory, __syncthreads(),
 //     epilogue (epilogue.h) -> D, __syncthreads()
 // One barrier per K tile. STAGES == 1 is the unpipelined version (load, wait, barrier, compute,
-// barrier), kept for the kernel lab.
+// barrier), kept for the kernel lab. That is MainLoop::barrier_first; MainLoop::prefetch_fragments
+// (below) reorders the same work so that fragment loads run one k step ahead of the MMAs.
 //
 // Grid: x = M tiles (fastest: consecutive blocks share a B tile, the convolution's weights),
 // y = N tiles, z = groups * splits. Split-K: split s of S computes K tiles
@@ -43,6 +44,19 @@ enum class Plant : int {
   swizzle_mismatch,       // copies land swizzled, fragments read the tile as if it were plain
 };
 
+// The order of work inside the main loop.
+//   barrier_first       per K tile: wait for its stage, barrier, issue the next copies, then every k
+//                       step loads its fragments and runs its MMAs. Each tile starts with the
+//                       barrier and an ldmatrix latency during which the warp has no MMA to issue.
+//   prefetch_fragments  the warp loads k step s+1's fragments before it issues k step s's MMAs (two
+//                       sets of fragment registers), and the wait and barrier move to the tile's
+//                       last k step, just before the first fragments of the next tile are loaded:
+//                       the MMAs issued before the barrier keep the tensor cores busy across it
+//                       (CUTLASS's multistage loop). The cost: the wait is for tile i+1 during tile
+//                       i, so STAGES-2 tiles and (BK-16)/BK of one are in flight instead of
+//                       STAGES-1 tiles; it needs STAGES >= 3, and a 4th stage restores the depth.
+enum class MainLoop : int { barrier_first, prefetch_fragments };
+
 template <class T>
 struct ConvFwdASource;
 template <class T>
@@ -72,7 +86,7 @@ constexpr int min_blocks_per_sm() {
 
 template <class T_, class Shape_, Major MA_, Major MB_, SmemKind Kind_,
           template <class, class, Major, Major, class, class> class WarpTile_, class ASource_, class BSource_,
-          Plant Plant_ = Plant::none>
+          Plant Plant_ = Plant::none, MainLoop Loop_ = MainLoop::barrier_first>
 struct GemmKernel {
   using T = T_;
   using Shape = Shape_;
@@ -127,6 +141,15 @@ struct GemmKernel {
     const int tiles = kt_end > kt_begin ? kt_end - kt_begin : 0;
     auto stage_a = [&](int s) { return smem + s * kStageElements; };
     auto stage_b = [&](int s) { return smem + s * kStageElements + TileA::kElements; };
+    // The pipeline's wait: at most STAGES-2 copy groups still in flight (the planted bug: STAGES-1).
+    auto wait_for_stage = [] {
+      if constexpr (STAGES >= 2) {
+        if constexpr (Plant_ == Plant::wait_one_group_short)
+          seg::ptx::cp_async_wait_group<STAGES - 1>();
+        else
+          seg::ptx::cp_async_wait_group<STAGES - 2>();
+      }
+    };
     auto issue = [&](int s, int kt) {
       load_a.load(a, stage_a(s), kt * BK, p.vec_a);
       load_b.load(b, stage_b(s), kt * BK, p.vec_b);
@@ -134,12 +157,49 @@ struct GemmKernel {
 
     Warp w;
     w.clear();
-    if constexpr (STAGES == 1) {
+    const int wm0 = warp_m * Shape::WM, wn0 = warp_n * Shape::WN;
+    if constexpr (Loop_ == MainLoop::prefetch_fragments) {
+      constexpr int kSteps = BK / Warp::kStep;
+      static_assert(STAGES >= 3, "prefetch_fragments waits for tile i+1 during tile i: at least 3 stages");
+      static_assert(kSteps % 2 == 0, "the two fragment sets alternate by k step, and tile to tile");
+      for (int s = 0; s < STAGES - 1; ++s) {
+        if (s < tiles) issue(s, kt_begin + s);
+        seg::ptx::cp_async_commit();
+      }
+      wait_for_stage();
+      if constexpr (Plant_ != Plant::no_barrier_after_wait) __syncthreads();
+      typename Warp::Fragments f[2];
+      if (tiles > 0) Warp::load_fragments(f[0], stage_a(0), stage_b(0), wm0, wn0, 0, lane);
+      for (int i = 0; i < tiles; ++i) {
+        const int cur = i % STAGES;
+        SEG_UNROLL
+        for (int ks = 0; ks < kSteps; ++ks) {
+          if (ks == 0) {
+            // Into the stage tile i-1 used: every warp read it before the barrier of tile i-1.
+            const int next = i + STAGES - 1;
+            if (next < tiles) issue(next % STAGES, kt_begin + next);
+            seg::ptx::cp_async_commit();
+          }
+          if (ks == kSteps - 1) {
+            // Committed: tiles 0 .. i+STAGES-1; tile i+1 must have landed, so STAGES-2 may be pending.
+            wait_for_stage();
+            if constexpr (Plant_ != Plant::no_barrier_after_wait) __syncthreads();
+            if (i + 1 < tiles) {
+              const int nxt = (i + 1) % STAGES;
+              Warp::load_fragments(f[(ks + 1) % 2], stage_a(nxt), stage_b(nxt), wm0, wn0, 0, lane);
+            }
+          } else {
+            Warp::load_fragments(f[(ks + 1) % 2], stage_a(cur), stage_b(cur), wm0, wn0, (ks + 1) * Warp::kStep, lane);
+          }
+          w.mma(f[ks % 2]);
+        }
+      }
+    } else if constexpr (STAGES == 1) {
       for (int i = 0; i < tiles; ++i) {
         issue(0, kt_begin + i);
         seg::ptx::cp_async_wait_all();
         if constexpr (Plant_ != Plant::no_barrier_after_wait) __syncthreads();
-        w.mma_stage(stage_a(0), stage_b(0), warp_m * Shape::WM, warp_n * Shape::WN, lane);
+        w.mma_stage(stage_a(0), stage_b(0), wm0, wn0, lane);
         __syncthreads();
       }
     } else {
@@ -148,15 +208,12 @@ struct GemmKernel {
         seg::ptx::cp_async_commit();
       }
       for (int i = 0; i < tiles; ++i) {
-        if constexpr (Plant_ == Plant::wait_one_group_short)
-          seg::ptx::cp_async_wait_group<STAGES - 1>();
-        else
-          seg::ptx::cp_async_wait_group<STAGES - 2>();
+        wait_for_stage();
         if constexpr (Plant_ != Plant::no_barrier_after_wait) __syncthreads();
         const int next = i + STAGES - 1;
         if (next < tiles) issue(next % STAGES, kt_begin + next);
         seg::ptx::cp_async_commit();
-        w.mma_stage(stage_a(i % STAGES), stage_b(i % STAGES), warp_m * Shape::WM, warp_n * Shape::WN, lane);
+        w.mma_stage(stage_a(i % STAGES), stage_b(i % STAGES), wm0, wn0, lane);
         if constexpr (Plant_ == Plant::no_barrier_after_wait) __syncthreads();  // keeps the stages' reuse safe
       }
     }

@@ -11,7 +11,11 @@
 //                    a 32-byte aligned pointer and a leading dimension of whole 16-byte units), so
 //                    the tile may be padded but not swizzled. store() uses store_matrix_sync: the
 //                    fragment layout stays the library's business.
-// Both: mma_stage(As, Bs, wm0, wn0) with (wm0, wn0) the warp tile's corner in the block tile.
+// Both: mma_stage(As, Bs, wm0, wn0, lane) multiplies one whole stage, with (wm0, wn0) the warp tile's
+// corner in the block tile; it is load_fragments (one k step of kStep from shared memory into a
+// Fragments) then mma (those fragments into the accumulators), per k step. A block loop may call the
+// two halves itself to load the next k step's fragments while this one's MMAs run (block_tile.h,
+// MainLoop::prefetch_fragments).
 #pragma once
 
 #include <mma.h>
@@ -28,6 +32,7 @@ namespace seg::cuda::tc {
 template <class T, class Shape, Major MA, Major MB, class TileA, class TileB>
 struct MmaSyncWarpTile {
   static constexpr int MI = Shape::WM / 16, NI = Shape::WN / 8;
+  static constexpr int kStep = 16;  // K of one mma.sync
   static_assert(NI % 2 == 0, "B fragments are loaded in pairs of n8 tiles");
   static_assert(Shape::BK % 16 == 0, "mma.sync m16n8k16 steps through K by 16");
   // Row padding (floats) of the epilogue's staging tile: each half-warp's float2 stores (rows g,
@@ -44,18 +49,31 @@ struct MmaSyncWarpTile {
         for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.0f;
   }
 
+  // One k step's operands in registers: MI A fragments and NI B fragments.
+  struct Fragments {
+    uint32_t a[MI][4], b[NI][2];
+  };
+
+  __device__ static void load_fragments(Fragments& f, const T* As, const T* Bs, int wm0, int wn0, int kk, int lane) {
+    SEG_UNROLL
+    for (int i = 0; i < MI; ++i) load_a_fragment<MA, TileA>(f.a[i], As, wm0 + 16 * i, kk, lane);
+    SEG_UNROLL
+    for (int j = 0; j < NI; j += 2) load_b_fragments<MB, TileB>(f.b[j], f.b[j + 1], Bs, wn0 + 8 * j, kk, lane);
+  }
+
+  __device__ void mma(const Fragments& f) {
+    SEG_UNROLL
+    for (int i = 0; i < MI; ++i)
+      SEG_UNROLL
+      for (int j = 0; j < NI; ++j) mma_16816<T>(acc[i][j], f.a[i], f.b[j]);
+  }
+
   __device__ void mma_stage(const T* As, const T* Bs, int wm0, int wn0, int lane) {
     SEG_UNROLL
-    for (int kk = 0; kk < Shape::BK; kk += 16) {
-      uint32_t a[MI][4], b[NI][2];
-      SEG_UNROLL
-      for (int i = 0; i < MI; ++i) load_a_fragment<MA, TileA>(a[i], As, wm0 + 16 * i, kk, lane);
-      SEG_UNROLL
-      for (int j = 0; j < NI; j += 2) load_b_fragments<MB, TileB>(b[j], b[j + 1], Bs, wn0 + 8 * j, kk, lane);
-      SEG_UNROLL
-      for (int i = 0; i < MI; ++i)
-        SEG_UNROLL
-        for (int j = 0; j < NI; ++j) mma_16816<T>(acc[i][j], a[i], b[j]);
+    for (int kk = 0; kk < Shape::BK; kk += kStep) {
+      Fragments f;
+      load_fragments(f, As, Bs, wm0, wn0, kk, lane);
+      mma(f);
     }
   }
 
@@ -76,6 +94,7 @@ struct MmaSyncWarpTile {
 template <class T, class Shape, Major MA, Major MB, class TileA, class TileB>
 struct WmmaWarpTile {
   static constexpr int MI = Shape::WM / 16, NI = Shape::WN / 16, FK = WmmaTraits<T>::K;
+  static constexpr int kStep = FK;  // K of one WMMA
   static_assert(Shape::BK % FK == 0, "the K tile is whole WMMA steps");
   // store_matrix_sync writes 16-byte row pieces; a row stride of BN + 4 floats (an odd number of
   // 16-byte units) puts 8 consecutive rows in 8 different bank groups.
@@ -89,29 +108,42 @@ struct WmmaWarpTile {
       for (int j = 0; j < NI; ++j) nvcuda::wmma::fill_fragment(acc[i][j], 0.0f);
   }
 
+  struct Fragments {
+    WmmaAFragment<T, MA> a[MI];
+    WmmaBFragment<T, MB> b[NI];
+  };
+
+  __device__ static void load_fragments(Fragments& f, const T* As, const T* Bs, int wm0, int wn0, int kk, int lane) {
+    (void)lane;
+    SEG_UNROLL
+    for (int i = 0; i < MI; ++i) {
+      const int m = wm0 + 16 * i;
+      nvcuda::wmma::load_matrix_sync(f.a[i], As + (MA == Major::k ? TileA::offset(m, kk) : TileA::offset(kk, m)),
+                                     TileA::kStride);
+      if constexpr (std::is_same_v<T, float>) round_to_tf32(f.a[i]);
+    }
+    SEG_UNROLL
+    for (int j = 0; j < NI; ++j) {
+      const int n = wn0 + 16 * j;
+      nvcuda::wmma::load_matrix_sync(f.b[j], Bs + (MB == Major::k ? TileB::offset(n, kk) : TileB::offset(kk, n)),
+                                     TileB::kStride);
+      if constexpr (std::is_same_v<T, float>) round_to_tf32(f.b[j]);
+    }
+  }
+
+  __device__ void mma(const Fragments& f) {
+    SEG_UNROLL
+    for (int i = 0; i < MI; ++i)
+      SEG_UNROLL
+      for (int j = 0; j < NI; ++j) nvcuda::wmma::mma_sync(acc[i][j], f.a[i], f.b[j], acc[i][j]);
+  }
+
   __device__ void mma_stage(const T* As, const T* Bs, int wm0, int wn0, int lane) {
     SEG_UNROLL
-    for (int kk = 0; kk < Shape::BK; kk += FK) {
-      WmmaAFragment<T, MA> a[MI];
-      WmmaBFragment<T, MB> b[NI];
-      SEG_UNROLL
-      for (int i = 0; i < MI; ++i) {
-        const int m = wm0 + 16 * i;
-        nvcuda::wmma::load_matrix_sync(a[i], As + (MA == Major::k ? TileA::offset(m, kk) : TileA::offset(kk, m)),
-                                       TileA::kStride);
-        if constexpr (std::is_same_v<T, float>) round_to_tf32(a[i]);
-      }
-      SEG_UNROLL
-      for (int j = 0; j < NI; ++j) {
-        const int n = wn0 + 16 * j;
-        nvcuda::wmma::load_matrix_sync(b[j], Bs + (MB == Major::k ? TileB::offset(n, kk) : TileB::offset(kk, n)),
-                                       TileB::kStride);
-        if constexpr (std::is_same_v<T, float>) round_to_tf32(b[j]);
-      }
-      SEG_UNROLL
-      for (int i = 0; i < MI; ++i)
-        SEG_UNROLL
-        for (int j = 0; j < NI; ++j) nvcuda::wmma::mma_sync(acc[i][j], a[i], b[j], acc[i][j]);
+    for (int kk = 0; kk < Shape::BK; kk += kStep) {
+      Fragments f;
+      load_fragments(f, As, Bs, wm0, wn0, kk, lane);
+      mma(f);
     }
   }
 

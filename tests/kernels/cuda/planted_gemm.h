@@ -13,6 +13,10 @@ enum class PlantedBug {
   swizzle_mismatch,       // copies swizzle the tile, fragment loads read it as plain
 };
 
-void planted_gemm(PlantedBug bug, int M, int N, int K, const seg::f16* A, const seg::f16* B, float* C);
+// The main loop the kernel runs (block_tile.h's MainLoop): the bugs are planted in either.
+enum class PlantedLoop { barrier_first, prefetch_fragments };
+
+void planted_gemm(PlantedBug bug, PlantedLoop loop, int M, int N, int K, const seg::f16* A, const seg::f16* B,
+                  float* C);
 
 }  // namespace seg::test

@@ -17,9 +17,14 @@ namespace {
 
 using seg::f16;
 using seg::test::PlantedBug;
+using seg::test::PlantedLoop;
+
+// Each case runs on both main loops of block_tile.h: the bug must be caught in either.
+const PlantedLoop kLoops[] = {PlantedLoop::barrier_first, PlantedLoop::prefetch_fragments};
+const char* loop_name(PlantedLoop l) { return l == PlantedLoop::barrier_first ? "barrier_first" : "prefetch_fragments"; }
 
 // The number of configurations under which the variant's output differs from the reference.
-int wrong_under(PlantedBug bug, std::string& log) {
+int wrong_under(PlantedBug bug, PlantedLoop loop, std::string& log) {
   const int M = 72, N = 64, K = 160;  // 5 K tiles: the 3-stage pipeline wraps around
   const auto A = seg::test::tc_inputs<f16>(static_cast<size_t>(M) * K, 1, true);
   const auto B = seg::test::tc_inputs<f16>(static_cast<size_t>(K) * N, 2, true);
@@ -30,7 +35,7 @@ int wrong_under(PlantedBug bug, std::string& log) {
   for (const auto& cfg : seg::test::cuda_configs()) {
     seg::test::ScopedConfig scoped(cfg);
     seg::test::DeviceBuffer<float> dC(static_cast<size_t>(M) * N);
-    seg::test::planted_gemm(bug, M, N, K, dA.get(), dB.get(), dC.get());
+    seg::test::planted_gemm(bug, loop, M, N, K, dA.get(), dB.get(), dC.get());
     const auto c = seg::test::compare(dC.download(), ref, seg::test::Tolerance{0, 0});
     log += cfg.name + ": " + (c.ok() ? "correct" : "WRONG (" + std::to_string(c.mismatches) + " elements)") + "; ";
     wrong += c.ok() ? 0 : 1;
@@ -41,24 +46,32 @@ int wrong_under(PlantedBug bug, std::string& log) {
 }  // namespace
 
 TEST_CASE("gemm_tc planted bugs: the product kernel is right under every schedule") {
-  std::string log;
-  CHECK_MESSAGE(wrong_under(PlantedBug::none, log) == 0, log);
+  for (PlantedLoop loop : kLoops) {
+    std::string log = std::string(loop_name(loop)) + ": ";
+    CHECK_MESSAGE(wrong_under(PlantedBug::none, loop, log) == 0, log);
+  }
 }
 
 TEST_CASE("gemm_tc planted bugs: a missing barrier after cp.async.wait_group is caught") {
-  std::string log;
-  CHECK_MESSAGE(wrong_under(PlantedBug::no_barrier_after_wait, log) > 0, log);
-  MESSAGE("no_barrier_after_wait: " << log);
+  for (PlantedLoop loop : kLoops) {
+    std::string log = std::string(loop_name(loop)) + ": ";
+    CHECK_MESSAGE(wrong_under(PlantedBug::no_barrier_after_wait, loop, log) > 0, log);
+    MESSAGE("no_barrier_after_wait, " << log);
+  }
 }
 
 TEST_CASE("gemm_tc planted bugs: waiting one cp.async group short is caught") {
-  std::string log;
-  CHECK_MESSAGE(wrong_under(PlantedBug::wait_one_group_short, log) == 5, log);
+  for (PlantedLoop loop : kLoops) {
+    std::string log = std::string(loop_name(loop)) + ": ";
+    CHECK_MESSAGE(wrong_under(PlantedBug::wait_one_group_short, loop, log) == 5, log);
+  }
 }
 
 TEST_CASE("gemm_tc planted bugs: a swizzle that writes and reads disagree is caught") {
-  std::string log;
-  CHECK_MESSAGE(wrong_under(PlantedBug::swizzle_mismatch, log) == 5, log);
+  for (PlantedLoop loop : kLoops) {
+    std::string log = std::string(loop_name(loop)) + ": ";
+    CHECK_MESSAGE(wrong_under(PlantedBug::swizzle_mismatch, loop, log) == 5, log);
+  }
 }
 
 #else

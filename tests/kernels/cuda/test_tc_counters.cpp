@@ -1,6 +1,7 @@
 // The simulator's counters of the tensor-core kernels, asserted rather than only printed by the lab
 // (docs/tensor-cores.md, sections 3 and 4): the GEMM with mma.sync and swizzled tiles (lab v7, the
-// block kernel with the 128x128 tile, and v8, the product launcher) and the convolution's best version
+// block kernel with the 128x128 tile, v8, the product launcher, and v12, v13, the prefetch_fragments
+// main loop with 32- and 64-deep K tiles) and the convolution's best version
 // (lab v3, the product, every direction), on small shapes whose tiles are all full. The kernels are
 // the lab's (kernels/lab/gemm_tc_lab.cu, conv_tc_lab.cu), linked into this suite's default build.
 //
@@ -101,7 +102,7 @@ struct GemmInputs {
 TEST_CASE("tc counters: the mma.sync GEMM with swizzled tiles has no bank conflicts and 16 sectors per request" *
           SEG_REQUIRES(tc_counters)) {
   GemmInputs in;
-  for (const int v : {7, 8}) {
+  for (const int v : {7, 8, 12, 13}) {  // 12, 13: the prefetch_fragments main loop
     const std::string what = "GEMM v" + std::to_string(v) + " " + std::to_string(GemmInputs::M) + "x" +
                              std::to_string(GemmInputs::N) + "x" + std::to_string(GemmInputs::K);
     const auto k = block_kernel_counters(what, [&] { return seg::lab::run_gemm_version(v, in.problem(), nullptr); });
