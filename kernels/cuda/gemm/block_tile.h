@@ -157,8 +157,8 @@ struct GemmKernel {
 
     Warp w;
     w.clear();
-    const int wm0 = warp_m * Shape::WM, wn0 = warp_n * Shape::WN;
     if constexpr (Loop_ == MainLoop::prefetch_fragments) {
+      const int wm0 = warp_m * Shape::WM, wn0 = warp_n * Shape::WN;
       constexpr int kSteps = BK / Warp::kStep;
       static_assert(STAGES >= 3, "prefetch_fragments waits for tile i+1 during tile i: at least 3 stages");
       static_assert(kSteps % 2 == 0, "the two fragment sets alternate by k step, and tile to tile");
@@ -199,7 +199,7 @@ struct GemmKernel {
         issue(0, kt_begin + i);
         seg::ptx::cp_async_wait_all();
         if constexpr (Plant_ != Plant::no_barrier_after_wait) __syncthreads();
-        w.mma_stage(stage_a(0), stage_b(0), wm0, wn0, lane);
+        w.mma_stage(stage_a(0), stage_b(0), warp_m * Shape::WM, warp_n * Shape::WN, lane);
         __syncthreads();
       }
     } else {
@@ -213,7 +213,7 @@ struct GemmKernel {
         const int next = i + STAGES - 1;
         if (next < tiles) issue(next % STAGES, kt_begin + next);
         seg::ptx::cp_async_commit();
-        w.mma_stage(stage_a(i % STAGES), stage_b(i % STAGES), wm0, wn0, lane);
+        w.mma_stage(stage_a(i % STAGES), stage_b(i % STAGES), warp_m * Shape::WM, warp_n * Shape::WN, lane);
         if constexpr (Plant_ == Plant::no_barrier_after_wait) __syncthreads();  // keeps the stages' reuse safe
       }
     }
