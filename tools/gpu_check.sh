@@ -279,10 +279,11 @@ result_of() {
                            END { if (t != "") printf "%s ms/step, %s images/s, peak %s MiB", t, r, p }' ;;
     torch) log torch | awk '/ms per training step/ { n++ } END { if (n) printf "%d of 4 steps timed", n }' ;;
     lab_small) [ -s "$logs/est_join.tsv" ] && awk -F'\t' '{ n++ } END { printf "%d kernel-shapes beside an estimate", n }' "$logs/est_join.tsv" ;;
-    lab_gemm) log lab_gemm | awk '/^[0-9]+ x [0-9]+ x [0-9]+  \(/ { shape = $1 "x" $3 "x" $5 }
-                                  /^  v8 / && / ms warm / { tf = $9 }
-                                  /v8 reaches/ { pct = $3 }
-                                  END { if (tf != "") printf "%s: v8 %s TFLOP/s, %s of cuBLASLt", shape, tf, pct }' ;;
+    # 8192^3: the product (v8) and our fastest version, each with its share of cuBLASLt.
+    lab_gemm) log lab_gemm | awk '/^[0-9]+ x [0-9]+ x [0-9]+  \(/ { big = ($1 == 8192 && $3 == 8192 && $5 == 8192) }
+                                  big && / ms warm / && $2 != "cublaslt" { tf[$1] = $9; if ($9 + 0 > best + 0) { best = $9; bv = $1 } }
+                                  big && / reaches / { pct[$1] = $3 }
+                                  END { if (tf["v8"] != "") printf "8192^3: v8 %s TFLOP/s (%s), best %s %s (%s) of cuBLASLt", tf["v8"], pct["v8"], bv, best, pct[bv] }' ;;
     lab_conv_*) log "$n" | awk '/own reaches/ { printf "%s%s %s", sep, $1, $(NF - 3); sep = ", " } END { if (sep) printf " of cuDNN" }' ;;
     *) log "$n" | grep -E "^\[doctest\] test cases:" | tail -1 | sed 's/^\[doctest\] //' ;;
   esac
