@@ -39,35 +39,60 @@ __device__ __forceinline__ void mma_16816(float (&d)[4], const uint32_t (&a)[4],
     seg::ptx::mma_m16n8k16_bf16(d, a, b, d);
 }
 
-// The A fragment of rows m0..m0+15, columns k0..k0+15 of the tile.
-template <Major Mj, class Tile, class T>
-__device__ __forceinline__ void load_a_fragment(uint32_t (&a)[4], const T* tile, int m0, int k0, int lane) {
+// Fragment addresses. Each lane computes its ldmatrix row address once per warp tile (the *_base
+// functions: fragment 0, k step 0); every other fragment and k step of the warp tile is that base
+// moved by whole fragments (16 rows or columns) and whole k steps (SmemTile::moved: an add, or for a
+// swizzled tile an XOR of a constant plus an add, folded into ldmatrix's immediate offset). Needs
+// 16 % Tile::kRowPeriod == 0 and, in a swizzled tile whose warp corner lies along the contiguous
+// dimension (Major::mn), a power-of-two warp tile: asserted by the warp tile (warp_tile.h).
+
+// A, rows m0..m0+15 (m0: the warp tile's first row), columns 0..15 of the K tile.
+template <Major Mj, class Tile>
+__device__ __forceinline__ int a_fragment_base(int m0, int lane) {
   if constexpr (Mj == Major::k) {
-    // Lanes 0-15 address rows m0..m0+15 at k0 (matrices 0, 1), lanes 16-31 the same rows at k0+8
+    // Lanes 0-15 address rows m0..m0+15 at k 0 (matrices 0, 1), lanes 16-31 the same rows at k 8
     // (matrices 2, 3): registers come back as a[0..3] of the table above.
-    seg::ptx::ldmatrix_x4(a, tile + Tile::offset(m0 + lane % 16, k0 + (lane / 16) * 8));
+    return Tile::offset(m0 + lane % 16, (lane / 16) * 8);
   } else {
-    // Stored [k][m]: matrix q = lane / 8 is rows k0 + (q / 2) * 8 .. +7 at columns m0 + (q % 2) * 8;
+    // Stored [k][m]: matrix q = lane / 8 is rows (q / 2) * 8 .. +7 at columns m0 + (q % 2) * 8;
     // .trans turns each into the (m, k) 8x8 block that a[q] needs.
     const int q = lane / 8, r = lane % 8;
-    seg::ptx::ldmatrix_x4_trans(a, tile + Tile::offset(k0 + (q / 2) * 8 + r, m0 + (q % 2) * 8));
+    return Tile::offset((q / 2) * 8 + r, m0 + (q % 2) * 8);
   }
 }
 
-// The B fragments of two neighbouring n8 tiles (columns n0..n0+7 and n0+8..n0+15), rows k0..k0+15.
+// The A fragment dm rows below the base's (a multiple of 16), at k step k0 (a multiple of 16).
 template <Major Mj, class Tile, class T>
-__device__ __forceinline__ void load_b_fragments(uint32_t (&b0)[2], uint32_t (&b1)[2], const T* tile, int n0, int k0,
-                                                 int lane) {
+__device__ __forceinline__ void load_a_fragment(uint32_t (&a)[4], const T* tile, int base, int dm, int k0) {
+  if constexpr (Mj == Major::k)
+    seg::ptx::ldmatrix_x4(a, tile + Tile::moved(base, dm, k0));
+  else
+    seg::ptx::ldmatrix_x4_trans(a, tile + Tile::moved(base, k0, dm));
+}
+
+// B, two neighbouring n8 tiles (columns n0..n0+7 and n0+8..n0+15), rows 0..15 of the K tile.
+template <Major Mj, class Tile>
+__device__ __forceinline__ int b_fragment_base(int n0, int lane) {
   const int q = lane / 8, r = lane % 8;
-  uint32_t x[4];
   if constexpr (Mj == Major::k) {
-    // Stored [n][k]: matrix q is rows n0 + (q / 2) * 8 + r at k0 + (q % 2) * 8; each 8x8 (n, k) block
+    // Stored [n][k]: matrix q is rows n0 + (q / 2) * 8 + r at k (q % 2) * 8; each 8x8 (n, k) block
     // read without .trans gives lane l the pair B[2t..2t+1][g] that b[] holds.
-    seg::ptx::ldmatrix_x4(x, tile + Tile::offset(n0 + (q / 2) * 8 + r, k0 + (q % 2) * 8));
+    return Tile::offset(n0 + (q / 2) * 8 + r, (q % 2) * 8);
   } else {
-    // Stored [k][n]: matrix q is rows k0 + (q % 2) * 8 + r at n0 + (q / 2) * 8, read with .trans.
-    seg::ptx::ldmatrix_x4_trans(x, tile + Tile::offset(k0 + (q % 2) * 8 + r, n0 + (q / 2) * 8));
+    // Stored [k][n]: matrix q is rows (q % 2) * 8 + r at n0 + (q / 2) * 8, read with .trans.
+    return Tile::offset((q % 2) * 8 + r, n0 + (q / 2) * 8);
   }
+}
+
+// The pair of B fragments dn columns right of the base's (a multiple of 16), at k step k0.
+template <Major Mj, class Tile, class T>
+__device__ __forceinline__ void load_b_fragments(uint32_t (&b0)[2], uint32_t (&b1)[2], const T* tile, int base, int dn,
+                                                 int k0) {
+  uint32_t x[4];
+  if constexpr (Mj == Major::k)
+    seg::ptx::ldmatrix_x4(x, tile + Tile::moved(base, dn, k0));
+  else
+    seg::ptx::ldmatrix_x4_trans(x, tile + Tile::moved(base, k0, dn));
   b0[0] = x[0];
   b0[1] = x[1];
   b1[0] = x[2];

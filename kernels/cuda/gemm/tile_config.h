@@ -99,6 +99,27 @@ struct SmemTile {
       return r * kStride + c;
     }
   }
+
+  // Rows after which the swizzle pattern repeats (any row count for plain and padded tiles).
+  static constexpr int kRowPeriod = Kind == SmemKind::swizzled ? kRowsPerLine * kPeriod : 1;
+
+  // offset(r + dr, c + dc) from base = offset(r, c), without recomputing the swizzle, when
+  //   dr is a multiple of kRowPeriod (the row keeps its swizzle), and
+  //   dc is a multiple of kChunk whose bits are disjoint from c's (so c + dc == c ^ dc).
+  // In a swizzled tile the column bits of an offset are its low log2(kStride) bits (kStride is a
+  // power of two) and the swizzle only XORs chunk bits, so XOR-ing dc into the offset moves the
+  // column. The fragment loads (mma_fragment.h) meet both conditions: dr and dc are multiples of 16
+  // (whole fragments, whole k steps) added to a lane's own row and column below 16, or to a warp
+  // tile corner that is a multiple of the power-of-two warp tile. Then every fragment address of a
+  // k step is one lane base plus constants, where each (fragment, k step) pair used to hold its own
+  // precomputed offset in a register. test_kernels_cuda checks it against offset() for every lane,
+  // tile and step the kernels use (tests/kernels/cuda/fragment_address.cu).
+  __device__ __forceinline__ static int moved(int base, int dr, int dc) {
+    if constexpr (Kind == SmemKind::swizzled)
+      return (base ^ dc) + dr * kStride;
+    else
+      return base + dr * kStride + dc;
+  }
 };
 
 // The shared-memory tile of operand A (M x K) or B (K x N) for a given orientation:

@@ -54,11 +54,19 @@ struct MmaSyncWarpTile {
     uint32_t a[MI][4], b[NI][2];
   };
 
+  // The fragment address helpers' conditions (mma_fragment.h, SmemTile::moved): fragments and k
+  // steps move by 16 rows, which must keep a row's swizzle; and along the contiguous dimension a
+  // fragment's 16 * i must not share bits with the warp corner, a multiple of a power-of-two WM/WN.
+  static_assert(16 % TileA::kRowPeriod == 0 && 16 % TileB::kRowPeriod == 0, "a 16-row move keeps the swizzle");
+  static_assert((Shape::WM & (Shape::WM - 1)) == 0 && (Shape::WN & (Shape::WN - 1)) == 0,
+                "warp tiles are powers of two: corner + 16 * i == corner ^ 16 * i");
+
   __device__ static void load_fragments(Fragments& f, const T* As, const T* Bs, int wm0, int wn0, int kk, int lane) {
+    const int a_base = a_fragment_base<MA, TileA>(wm0, lane), b_base = b_fragment_base<MB, TileB>(wn0, lane);
     SEG_UNROLL
-    for (int i = 0; i < MI; ++i) load_a_fragment<MA, TileA>(f.a[i], As, wm0 + 16 * i, kk, lane);
+    for (int i = 0; i < MI; ++i) load_a_fragment<MA, TileA>(f.a[i], As, a_base, 16 * i, kk);
     SEG_UNROLL
-    for (int j = 0; j < NI; j += 2) load_b_fragments<MB, TileB>(f.b[j], f.b[j + 1], Bs, wn0 + 8 * j, kk, lane);
+    for (int j = 0; j < NI; j += 2) load_b_fragments<MB, TileB>(f.b[j], f.b[j + 1], Bs, b_base, 8 * j, kk);
   }
 
   __device__ void mma(const Fragments& f) {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "kernels/cuda/gemm_tc.h"
+#include "tests/kernels/cuda/fragment_address.h"
 #include "tests/kernels/cuda/tc_test_util.h"
 
 using seg::bf16;
@@ -106,6 +107,17 @@ void every_transpose_family_tile(const Case& base) {
 }
 
 }  // namespace
+
+#ifndef SEG_TEST_ON_GPU
+TEST_CASE("gemm_tc: fragment addresses as base + moves equal the tile's offset() everywhere") {
+  const auto rep = seg::test::check_fragment_addresses();
+  INFO(rep.first_wrong);
+  CHECK(rep.checked > 10000);
+  CHECK(rep.wrong == 0);
+}
+#else
+TEST_CASE("gemm_tc: fragment addresses (simulator build only)" * doctest::skip()) {}
+#endif
 
 TEST_CASE("gemm_tc: every transpose case, both families, both tiles, ragged M/N/K, exact on integers") {
   // 70 x 84 x 90: a partial block tile in each dimension for both tiles; K = 2 full K tiles + 26.
