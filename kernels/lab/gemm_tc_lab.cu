@@ -21,11 +21,7 @@
 //   v12 v11 + fragment prefetch: each warp loads k step s+1's fragments before k step s's MMAs, and
 //       the barrier moves to the tile's last k step (block_tile.h, MainLoop::prefetch_fragments)
 //   v13 v12 with 64-deep K tiles and three stages (as much in flight, half the barriers per MMA)
-//   v14 v7 bounded to two blocks per SM (__launch_bounds__(256, 2): 128 registers instead of 164, so
-//       16 warps per SM instead of 8, for 24 bytes of spilled values reloaded from L1 each K tile).
-//       The WMMA 2-stage version, the fastest on the first H200 run, fits two blocks at 126 registers
-//   v15 v14 with four stages
-//   v16 cuBLASLt (GPU build): the baseline
+//   v14 cuBLASLt (GPU build): the baseline
 #include <cuda_fp16.h>
 
 #include "kernels/cuda/engine.h"
@@ -97,8 +93,8 @@ using Big = TileShape<128, 128, 32, 2, 4, Stages>;
 template <int BK>
 using Wide = TileShape<128, 256, BK, 2, 4, 3>;
 template <class Shape, SmemKind Kind, template <class, class, Major, Major, class, class> class Warp,
-          MainLoop Loop = MainLoop::barrier_first, int MinBlocks = -1>
-using Lab = GemmKernel<__half, Shape, Major::k, Major::mn, Kind, Warp, ASrc, BSrc, Plant::none, Loop, MinBlocks>;
+          MainLoop Loop = MainLoop::barrier_first>
+using Lab = GemmKernel<__half, Shape, Major::k, Major::mn, Kind, Warp, ASrc, BSrc, Plant::none, Loop>;
 
 template <class Kernel>
 void run_block_kernel(const GemmProblem& p, seg::cuda::Stream stream) {
@@ -134,9 +130,7 @@ const std::vector<Version>& gemm_versions() {
       {11, "mma-4stage", "v7 with four cp.async stages (64 KiB of shared memory)", false},
       {12, "mma-prefetch", "v11 + next k step's fragments loaded before this one's MMAs, barrier at the last k step", false},
       {13, "mma-prefetch-bk64", "v12 with 64-deep K tiles, three stages: half the barriers per MMA", false},
-      {14, "mma-2blocks", "v7 bounded to 2 blocks per SM (128 registers; 24 bytes spilled, 6 L1 loads a K tile)", false},
-      {15, "mma-2blocks-4stage", "v14 with four stages", false},
-      {16, "cublaslt", "cuBLASLt (the baseline)", true},
+      {14, "cublaslt", "cuBLASLt (the baseline)", true},
   };
   return v;
 }
@@ -178,10 +172,7 @@ bool run_gemm_version(int id, const GemmProblem& p, seg::cuda::Stream stream) {
       run_block_kernel<Lab<TileShape<128, 128, 64, 2, 4, 3>, SmemKind::swizzled, MmaSyncWarpTile,
                            MainLoop::prefetch_fragments>>(p, stream);
       return true;
-    // 2 blocks of 8 warps per SM: ptxas must fit 128 registers (164 unbounded) and spills 24 bytes.
-    case 14: run_block_kernel<Lab<Big<3>, SmemKind::swizzled, MmaSyncWarpTile, MainLoop::barrier_first, 2>>(p, stream); return true;
-    case 15: run_block_kernel<Lab<Big<4>, SmemKind::swizzled, MmaSyncWarpTile, MainLoop::barrier_first, 2>>(p, stream); return true;
-    case 16:
+    case 14:
       if (!seg::cuda::engine_available(seg::cuda::Engine::cublaslt)) return false;
       seg::cuda::gemm_cublaslt<seg::f16, float>(false, false, p.M, p.N, p.K, p.A, p.K, p.B, p.N, p.C, p.N, nullptr, {},
                                                 seg::cuda::TcWorkspace{p.workspace, p.workspace_bytes}, stream);

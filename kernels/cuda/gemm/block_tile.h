@@ -86,7 +86,7 @@ constexpr int min_blocks_per_sm() {
 
 template <class T_, class Shape_, Major MA_, Major MB_, SmemKind Kind_,
           template <class, class, Major, Major, class, class> class WarpTile_, class ASource_, class BSource_,
-          Plant Plant_ = Plant::none, MainLoop Loop_ = MainLoop::barrier_first, int MinBlocks_ = -1>
+          Plant Plant_ = Plant::none, MainLoop Loop_ = MainLoop::barrier_first>
 struct GemmKernel {
   using T = T_;
   using Shape = Shape_;
@@ -97,8 +97,7 @@ struct GemmKernel {
   static constexpr int THREADS = Shape::THREADS;
   // Blocks per SM that ptxas must fit (__launch_bounds__'s second argument; 0 leaves the register
   // count to ptxas, the same PTX as no second argument). Set where ptxas's own choice spills.
-  // MinBlocks_ >= 0 overrides it (the kernel lab's experiments with occupancy; ptxas may then spill).
-  static constexpr int MIN_BLOCKS = MinBlocks_ >= 0 ? MinBlocks_ : min_blocks_per_sm<T, Shape, ASource_>();
+  static constexpr int MIN_BLOCKS = min_blocks_per_sm<T, Shape, ASource_>();
   using TileA = OperandTile<Kind_, MA, BM, BK, T>;
   using TileB = OperandTile<Kind_, MB, BN, BK, T>;
   // The layout the fragment loads assume (differs from the copies' only in the planted bug).
