@@ -28,6 +28,13 @@ Three ways in:
 --markdown (report, compile) prints the table as Markdown instead: the one in docs/tensor-cores.md.
 Exit status: 0 clean, 1 a check failed, 2 usage or compile error.
 
+  ptxas_report.py diff OLD NEW
+      What changed between two such Markdown tables (any files holding them: a saved --markdown
+      output, or docs/tensor-cores.md itself, e.g. OLD = <(git show REV:docs/tensor-cores.md)):
+      per kernel, registers on each architecture, spills and sm_90 blocks per SM, then how many
+      kernels gained or lost blocks per SM. The spill check catches spills; this is for the other
+      way a source change can hurt, an occupancy drop. Exit 0 (2 when a file has no table).
+
 Occupancy (blocks and warps per SM on sm_90) needs the launch configuration, which ptxas does not
 see. For the tensor-core block kernel (gemm_tc_kernel<GemmKernel<...>>) it follows from the
 template arguments: threads = 32 x WARPS_M x WARPS_N, dynamic shared memory = kSmemBytes of
@@ -360,7 +367,53 @@ def compile_and_report(sources, archs, nvcc_flags, markdown):
         return report(log_dir, sources, archs, markdown)
 
 
+def read_table(path):
+    """{(file, kernel): cells} from the Markdown table rows in path (the --markdown layout)."""
+    rows = {}
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            cells = [c.strip() for c in line.strip().strip("|").split("|")]
+            if len(cells) != 10 or cells[0] in ("file", "") or set(cells[0]) <= set("-"):
+                continue
+            rows[(cells[0], cells[1])] = cells
+    return rows
+
+
+def blocks(cell):
+    m = re.match(r"(\d+)", cell)
+    return int(m.group(1)) if m else None
+
+
+def diff_tables(old_path, new_path):
+    old, new = read_table(old_path), read_table(new_path)
+    if not old or not new:
+        print(f"ptxas_report diff: no table in {old_path if not old else new_path}", file=sys.stderr)
+        return 2
+    gained = lost = changed = 0
+    for key in sorted(set(old) | set(new)):
+        if key not in old or key not in new:
+            print(f"{'added' if key not in old else 'removed'}: {key[0]} | {key[1]}")
+            continue
+        a, b = old[key], new[key]
+        if (a[2], a[3], a[5], a[8]) == (b[2], b[3], b[5], b[8]):
+            continue
+        changed += 1
+        ba, bb = blocks(a[8]), blocks(b[8])
+        if ba is not None and bb is not None:
+            gained += bb > ba
+            lost += bb < ba
+        print(f"{key[0]} | {key[1]}: regs sm_80 {a[2]} -> {b[2]}, sm_90 {a[3]} -> {b[3]}; spills {a[5]} -> {b[5]}; "
+              f"sm_90 blocks/SM {a[8]} -> {b[8]}")
+    print(f"{changed} of {len(new)} kernels changed: {gained} gained blocks per SM, {lost} lost some")
+    return 0
+
+
 def main():
+    if len(sys.argv) >= 2 and sys.argv[1] == "diff":
+        if len(sys.argv) != 4:
+            print("usage: ptxas_report.py diff OLD NEW (files holding --markdown tables)", file=sys.stderr)
+            return 2
+        return diff_tables(sys.argv[2], sys.argv[3])
     if len(sys.argv) >= 2 and sys.argv[1] == "capture":
         if len(sys.argv) < 5 or sys.argv[3] != "--":
             print("usage: ptxas_report.py capture LOGDIR -- COMPILER ARGS...", file=sys.stderr)
@@ -379,6 +432,7 @@ def main():
         p.add_argument("--arch", action="append", help="80, 90 (default: both)")
         p.add_argument("--markdown", action="store_true", help="the Markdown table of docs/tensor-cores.md")
     sub.add_parser("capture", help="CMake's compiler launcher: capture LOGDIR -- COMPILER ARGS...")
+    sub.add_parser("diff", help="what changed between two --markdown tables: diff OLD NEW")
     args = ap.parse_args()
     archs = tuple(args.arch or ARCHS)
     if args.mode == "report":
