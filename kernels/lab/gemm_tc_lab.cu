@@ -89,7 +89,7 @@ using Big = TileShape<128, 128, 32, 2, 4, Stages>;
 // v9, v10: twice the block tile along N with 64x64 warp tiles, so each K tile's copies (global
 // loads) and each fragment load feed more MMAs: 3 chunks per HMMA per block instead of 4, and per
 // warp and 16-deep step 8 ldmatrix.x4 for 32 mma.sync instead of 6 for 16 (tools/sass_loop_report.py
-// counts the main loop). One block of 8 warps per SM (about 200 registers a thread).
+// counts the main loop). One block of 8 warps per SM (about 250 registers a thread).
 template <int BK>
 using Wide = TileShape<128, 256, BK, 2, 4, 3>;
 template <class Shape, SmemKind Kind, template <class, class, Major, Major, class, class> class Warp,

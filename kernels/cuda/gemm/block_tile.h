@@ -158,6 +158,8 @@ struct GemmKernel {
     Warp w;
     w.clear();
     if constexpr (Loop_ == MainLoop::prefetch_fragments) {
+      // Named here only: hoisted above the if for both loops, they made ptxas spill 4 bytes in the
+      // TF32 128x128 WMMA kernel on sm_90 (tools/ptxas_report.py compile).
       const int wm0 = warp_m * Shape::WM, wn0 = warp_n * Shape::WN;
       constexpr int kSteps = BK / Warp::kStep;
       static_assert(STAGES >= 3, "prefetch_fragments waits for tile i+1 during tile i: at least 3 stages");
@@ -199,7 +201,7 @@ struct GemmKernel {
         issue(0, kt_begin + i);
         seg::ptx::cp_async_wait_all();
         if constexpr (Plant_ != Plant::no_barrier_after_wait) __syncthreads();
-        w.mma_stage(stage_a(0), stage_b(0), warp_m * Shape::WM, warp_n * Shape::WN, lane);
+        mma_stage<BK>(w, stage_a(0), stage_b(0), warp_m * Shape::WM, warp_n * Shape::WN, lane);
         __syncthreads();
       }
     } else {
@@ -213,7 +215,7 @@ struct GemmKernel {
         const int next = i + STAGES - 1;
         if (next < tiles) issue(next % STAGES, kt_begin + next);
         seg::ptx::cp_async_commit();
-        w.mma_stage(stage_a(i % STAGES), stage_b(i % STAGES), warp_m * Shape::WM, warp_n * Shape::WN, lane);
+        mma_stage<BK>(w, stage_a(i % STAGES), stage_b(i % STAGES), warp_m * Shape::WM, warp_n * Shape::WN, lane);
         if constexpr (Plant_ == Plant::no_barrier_after_wait) __syncthreads();  // keeps the stages' reuse safe
       }
     }

@@ -65,6 +65,8 @@ struct MatrixSource {
     int fixed;
   };
   using Slot = std::conditional_t<kPointerSlots, PointerSlot, IndexSlot>;
+  // Elements of a chunk that has `left` of them before the edge: left clamped to 0..kChunk.
+  __device__ static int clamp_chunk(int left) { return left < 0 ? 0 : left < kChunk ? left : kChunk; }
 
   __device__ Slot slot(int fixed) const {
     if constexpr (!kPointerSlots) {
@@ -74,7 +76,7 @@ struct MatrixSource {
       return {in ? base + fixed * ld : base, in ? cols : 0};
     } else {
       const int left = cols - fixed;
-      return {left > 0 ? base + fixed : base, left < 0 ? 0 : left < kChunk ? left : kChunk};
+      return {left > 0 ? base + fixed : base, clamp_chunk(left)};
     }
   }
 
@@ -87,8 +89,7 @@ struct MatrixSource {
       p = base + r * ld + c;
       return cols - c < kChunk ? cols - c : kChunk;
     } else if constexpr (Mj == Major::k) {
-      const int left = s.limit - moving;
-      const int n = left < 0 ? 0 : left < kChunk ? left : kChunk;
+      const int n = clamp_chunk(s.limit - moving);
       p = n > 0 ? s.p + moving : base;
       return n;
     } else {

@@ -11,11 +11,11 @@
 //                    a 32-byte aligned pointer and a leading dimension of whole 16-byte units), so
 //                    the tile may be padded but not swizzled. store() uses store_matrix_sync: the
 //                    fragment layout stays the library's business.
-// Both: mma_stage(As, Bs, wm0, wn0, lane) multiplies one whole stage, with (wm0, wn0) the warp tile's
-// corner in the block tile; it is load_fragments (one k step of kStep from shared memory into a
-// Fragments) then mma (those fragments into the accumulators), per k step. A block loop may call the
-// two halves itself to load the next k step's fragments while this one's MMAs run (block_tile.h,
-// MainLoop::prefetch_fragments).
+// Both expose Fragments, load_fragments (one k step of kStep from shared memory into a Fragments)
+// and mma (those fragments into the accumulators). mma_stage<BK>(warp, As, Bs, wm0, wn0, lane),
+// below, multiplies one whole stage with them, (wm0, wn0) being the warp tile's corner in the block
+// tile; a block loop may call the two halves itself to load the next k step's fragments while this
+// one's MMAs run (block_tile.h, MainLoop::prefetch_fragments).
 #pragma once
 
 #include <mma.h>
@@ -76,15 +76,6 @@ struct MmaSyncWarpTile {
       for (int j = 0; j < NI; ++j) mma_16816<T>(acc[i][j], f.a[i], f.b[j]);
   }
 
-  __device__ void mma_stage(const T* As, const T* Bs, int wm0, int wn0, int lane) {
-    SEG_UNROLL
-    for (int kk = 0; kk < Shape::BK; kk += kStep) {
-      Fragments f;
-      load_fragments(f, As, Bs, wm0, wn0, kk, lane);
-      mma(f);
-    }
-  }
-
   // Writes the accumulators to cs (leading dimension ldc floats), row 0 of cs being row wm0.
   __device__ void store(float* cs, int ldc, int wn0, int lane) const {
     const int g = lane / 4, t = lane % 4;
@@ -101,9 +92,9 @@ struct MmaSyncWarpTile {
 
 template <class T, class Shape, Major MA, Major MB, class TileA, class TileB>
 struct WmmaWarpTile {
-  static constexpr int MI = Shape::WM / 16, NI = Shape::WN / 16, FK = WmmaTraits<T>::K;
-  static constexpr int kStep = FK;  // K of one WMMA
-  static_assert(Shape::BK % FK == 0, "the K tile is whole WMMA steps");
+  static constexpr int MI = Shape::WM / 16, NI = Shape::WN / 16;
+  static constexpr int kStep = WmmaTraits<T>::K;  // K of one WMMA
+  static_assert(Shape::BK % kStep == 0, "the K tile is whole WMMA steps");
   // store_matrix_sync writes 16-byte row pieces; a row stride of BN + 4 floats (an odd number of
   // 16-byte units) puts 8 consecutive rows in 8 different bank groups.
   static constexpr int kStagePad = 4;
@@ -146,15 +137,6 @@ struct WmmaWarpTile {
       for (int j = 0; j < NI; ++j) nvcuda::wmma::mma_sync(acc[i][j], f.a[i], f.b[j], acc[i][j]);
   }
 
-  __device__ void mma_stage(const T* As, const T* Bs, int wm0, int wn0, int lane) {
-    SEG_UNROLL
-    for (int kk = 0; kk < Shape::BK; kk += kStep) {
-      Fragments f;
-      load_fragments(f, As, Bs, wm0, wn0, kk, lane);
-      mma(f);
-    }
-  }
-
   __device__ void store(float* cs, int ldc, int wn0, int lane) const {
     SEG_UNROLL
     for (int i = 0; i < MI; ++i)
@@ -163,5 +145,16 @@ struct WmmaWarpTile {
         nvcuda::wmma::store_matrix_sync(cs + 16 * i * ldc + wn0 + 16 * j, acc[i][j], ldc, nvcuda::wmma::mem_row_major);
   }
 };
+
+// One whole pipeline stage (BK deep) into the warp's accumulators, k step by k step.
+template <int BK, class Warp, class T>
+__device__ __forceinline__ void mma_stage(Warp& w, const T* As, const T* Bs, int wm0, int wn0, int lane) {
+  SEG_UNROLL
+  for (int kk = 0; kk < BK; kk += Warp::kStep) {
+    typename Warp::Fragments f;
+    Warp::load_fragments(f, As, Bs, wm0, wn0, kk, lane);
+    w.mma(f);
+  }
+}
 
 }  // namespace seg::cuda::tc
