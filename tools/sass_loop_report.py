@@ -88,11 +88,16 @@ def main_loop(insns):
 
 
 def aligned_path(body):
-    """The loop's instructions that the 16-byte (cp.async) path can reach: basic blocks reachable from
-    the loop head without entering a block that holds an element-wise global load (LDG: the fallback
-    for unaligned operands, which aligned GEMMs never run). Both sides of every other branch count,
-    so it is an upper bound on what one trip of the aligned path issues. body: (address, opcode,
-    operands, predicate) of the loop, in address order."""
+    """The loop's instructions that the 16-byte (cp.async) path can reach. The loop's basic blocks and
+    their forward branches form a DAG (the back edge ends a trip). A block belongs to the
+    element-wise fallback for unaligned operands (which aligned operands never run) when a block
+    that dominates it (itself included) heads a region, the blocks it dominates, that holds an
+    element-wise global load (LDG) and neither an HMMA nor a 16-byte copy (LDGSTS): the branch into
+    the fallback, the address work before its first load (a convolution's divisions) and the loads
+    themselves. Everything else
+    reachable from the loop head counts, both sides of every other branch, so it is an upper bound
+    on what one trip of the aligned path issues. body: (address, opcode, operands, predicate) of
+    the loop, in address order."""
     index = {a: i for i, (a, _, _, _) in enumerate(body)}
 
     def target(operands):
@@ -109,25 +114,46 @@ def aligned_path(body):
     starts = sorted(starts)
     ends = starts[1:] + [len(body)]
     block_at = {b: k for k, b in enumerate(starts)}
-    seen, todo = set(), [0]
-    while todo:
-        k = todo.pop()
-        if k in seen:
-            continue
+    n = len(starts)
+    succ = [[] for _ in range(n)]
+    for k in range(n):
         b, e = starts[k], ends[k]
-        if any(op.startswith("LDG.") for _, op, _, _ in body[b:e]):
-            continue  # the element-wise fallback
-        seen.add(k)
         _, op, operands, pred = body[e - 1]
         if op == "BRA":
             t = target(operands)
             if t is not None and t > b:  # a forward branch inside the loop; the back edge ends the trip
-                todo.append(block_at[t])
+                succ[k].append(block_at[t])
             if pred == "" or e >= len(body):  # unconditional: no fall-through
                 continue
         if e < len(body):
-            todo.append(k + 1)
-    return [body[i] for k in sorted(seen) for i in range(starts[k], ends[k])]
+            succ[k].append(k + 1)
+    # Reachable blocks and their dominators (address order is a topological order of the DAG).
+    preds = [[] for _ in range(n)]
+    reach = [False] * n
+    reach[0] = True
+    for k in range(n):
+        if reach[k]:
+            for t in succ[k]:
+                reach[t] = True
+                preds[t].append(k)
+    dom = [None] * n
+    for k in range(n):
+        if not reach[k]:
+            continue
+        if k == 0:
+            dom[k] = {0}
+        else:
+            dom[k] = set.intersection(*(dom[p] for p in preds[k])) | {k}
+    has = lambda k, prefix: any(op.startswith(prefix) for _, op, _, _ in body[starts[k]:ends[k]])
+    region_ldg, region_other = [False] * n, [False] * n
+    for k in range(n):
+        if reach[k]:
+            for x in dom[k]:
+                region_ldg[x] |= has(k, "LDG.")
+                region_other[x] |= has(k, "HMMA") or has(k, "LDGSTS")
+    fallback = lambda k: any(region_ldg[x] and not region_other[x] for x in dom[k])
+    keep = [k for k in range(n) if reach[k] and not fallback(k)]
+    return [body[i] for k in keep for i in range(starts[k], ends[k])]
 
 
 def report(path, arch, pattern, cuobjdump):

@@ -131,6 +131,7 @@ ConvGemm<ConvFwdASource<device_t<T>>, MatrixSource<device_t<T>, Major::k>> forwa
   const int K = d.taps * d.Cg;
   GemmArgs<ConvFwdASource<DT>, MatrixSource<DT, Major::k>> p;
   p.a = ConvFwdASource<DT>{reinterpret_cast<const DT*>(x), ldx, d.geo, d.Cg, static_cast<int>(d.P), K, FastDivmod(d.Cg)};
+  p.a.derive();
   p.b = MatrixSource<DT, Major::k>{reinterpret_cast<const DT*>(w), K, d.Og, K, static_cast<int64_t>(d.Og) * K};
   p.M = static_cast<int>(d.P);
   p.N = d.Og;
@@ -215,6 +216,7 @@ ConvGemm<MatrixSource<device_t<T>, Major::mn>, ConvBwdWeightBSource<device_t<T>>
   GemmArgs<MatrixSource<DT, Major::mn>, ConvBwdWeightBSource<DT>> p;
   p.a = MatrixSource<DT, Major::mn>{reinterpret_cast<const DT*>(dy), ldy, static_cast<int>(d.P), d.Og, d.Og};
   p.b = ConvBwdWeightBSource<DT>{reinterpret_cast<const DT*>(x), ldx, d.geo, d.Cg, static_cast<int>(d.P), J};
+  p.b.derive();
   p.M = d.Og;
   p.N = J;
   p.K = static_cast<int>(d.P);

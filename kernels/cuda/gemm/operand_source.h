@@ -7,12 +7,19 @@
 // whole kernel and one moves with K:
 //   Major::k  operand (rows m or n, K contiguous):  fixed = the row (m or n), moving = k
 //   Major::mn operand (rows k, M or N contiguous):  fixed = the column (m or n), moving = k
-// slot(fixed) precomputes what depends on the fixed coordinate only (a pixel's image, row and
-// column; a weight row), once per kernel; chunk(slot, moving, p) gives the address and the count of
-// valid elements (0..kChunk; 0 outside the operand, where the tile is zero-filled) for the
-// vectorised path, and element(slot, moving, e) the bits of element e of that chunk (0 outside) for
-// the element-wise path taken when the operand is not 16-byte aligned. chunk() is only called when
-// the launcher has checked that every chunk it returns is 16-byte aligned and contiguous.
+// A source has two small state types, both held by the loader (tile_loader.h):
+//   Slot    what depends on the fixed coordinate only (a pixel's image, row and column; a weight
+//           row), made once per kernel by slot(fixed);
+//   Cursor  the moving coordinate, made once by cursor(k) (with divisions) and then moved one K
+//           tile at a time by advance<STEP>() with adds and compares: for a convolution, k is a
+//           tuple such as (kh, kw, c), and stepping the tuple replaces the divisions that
+//           splitting k would cost on every copied chunk, in the loop the tensor cores wait on.
+// chunk(slot, cursor, p) gives the address and the count of valid elements (0..kChunk; 0 outside
+// the operand, where the tile is zero-filled) for the vectorised path; it is only called when the
+// launcher has checked that every chunk it returns is 16-byte aligned and contiguous (for the
+// convolutions: channels per group a multiple of kChunk, so a chunk never crosses a tap). For the
+// element-wise path taken otherwise, element(slot, k, e) gives the bits of element e of the chunk
+// at k = k_of(cursor) (0 outside), the plain way.
 // with_group(g) selects group g of a grouped convolution (the matrix of that group).
 #pragma once
 
@@ -80,8 +87,20 @@ struct MatrixSource {
     }
   }
 
+  // A matrix's K position is k itself: one add per tile.
+  struct Cursor {
+    int k;
+  };
+  __device__ Cursor cursor(int k) const { return {k}; }
+  template <int STEP>
+  __device__ void advance(Cursor& c) const {
+    c.k += STEP;
+  }
+  __device__ int k_of(const Cursor& c) const { return c.k; }
+
   // p is left at base for a chunk with no element (cp.async reads 0 bytes from it).
-  __device__ int chunk(const Slot& s, int moving, const T*& p) const {
+  __device__ int chunk(const Slot& s, const Cursor& cur, const T*& p) const {
+    const int moving = cur.k;
     if constexpr (!kPointerSlots) {
       const int r = Mj == Major::k ? s.fixed : moving, c = Mj == Major::k ? moving : s.fixed;
       p = base;
@@ -111,9 +130,10 @@ struct MatrixSource {
   }
 };
 
-// Convolution geometry as the sources use it (int: every extent of the models fits), with the
-// divisors the main loop divides by as multiply-and-shift (kernels/common/fast_divmod.h): the
-// K-index splits below run once per copied chunk, in the loop the tensor cores wait on.
+// Convolution geometry as the sources use it (int: every extent of the models fits), with its
+// divisors as multiply-and-shift (kernels/common/fast_divmod.h): a GPU has no integer divide, and
+// the backward-data source still divides by the strides once per tap in the main loop (the rest
+// of the splits run once per kernel, in slot() and cursor()).
 struct ConvGeometry {
   int N, H, W, Ho, Wo, KH, KW;
   int sh, sw, ph, pw, dh, dw;
@@ -131,6 +151,18 @@ struct ConvFwdASource {
   ConvGeometry geo;
   int Cg, M, K;
   FastDivmod by_cg;  // Cg
+  // Per-kernel constants of the cursor's steps, set by derive() on the host (they live in the
+  // kernel's parameter space: no registers): the element offset of one kw step and of one kh step
+  // after kw wrapped, and the kw*dw and kh*dh that end a kernel row and the kernel.
+  int64_t step_kw = 0, step_kh = 0;
+  int kw_end = 0, kh_end = 0;
+
+  void derive() {
+    step_kw = static_cast<int64_t>(geo.dw) * ldx;
+    step_kh = (static_cast<int64_t>(geo.dh) * geo.W - static_cast<int64_t>(geo.KW) * geo.dw) * ldx;
+    kw_end = geo.KW * geo.dw;
+    kh_end = geo.KH * geo.dh;
+  }
 
   __device__ ConvFwdASource with_group(int g) const {
     ConvFwdASource s = *this;
@@ -138,44 +170,72 @@ struct ConvFwdASource {
     return s;
   }
 
+  // Output pixel m = (n, ho, wo) reads input rows hb + kh*dh and columns wb + kw*dw, hb = ho*sh - ph,
+  // wb = wo*sw - pw; off is the element offset of (n, hb, wb), which may lie outside the image
+  // (only ever used with a tap that brings it inside). A pixel past M gets hb = kOutside, so that
+  // every row it would read is negative: one bounds test rejects it.
+  static constexpr int kOutside = -(1 << 29);
   struct Slot {
-    int64_t image;  // n * H * W
-    int hb, wb;     // ho*sh - ph, wo*sw - pw
-    bool valid;
+    int64_t off;
+    int hb, wb;
   };
   __device__ Slot slot(int m) const {
-    Slot s{0, 0, 0, m < M};
-    if (!s.valid) return s;
-    const int hw = geo.Ho * geo.Wo;
-    const int n = m / hw, rest = m - n * hw, ho = rest / geo.Wo, wo = rest - ho * geo.Wo;
-    s.image = static_cast<int64_t>(n) * geo.H * geo.W;
-    s.hb = ho * geo.sh - geo.ph;
-    s.wb = wo * geo.sw - geo.pw;
-    return s;
+    if (m >= M) return {0, kOutside, 0};
+    int n, rest, ho, wo;
+    geo.by_howo.divmod(m, n, rest);
+    geo.by_wo.divmod(rest, ho, wo);
+    const int hb = ho * geo.sh - geo.ph, wb = wo * geo.sw - geo.pw;
+    return {(static_cast<int64_t>(n) * geo.H * geo.W + static_cast<int64_t>(hb) * geo.W + wb) * ldx, hb, wb};
   }
-  // The address of x for (slot, k), or null outside the image; `c` receives k's channel. Written
-  // without early returns (one select at the end, unsigned compares for 0 <= h < H) so that nvcc
-  // predicates it instead of branching around each test: this runs per copied chunk in the main
-  // loop. k may pass K by less than a tile, so the splits stay within FastDivmod's range.
-  __device__ const T* at(const Slot& s, int k, int& c) const {
-    int tap, kh, kw;
+  // k = (kh, kw, c), c fastest, held as c, the tap's pixel offsets hoff = kh*dh and woff = kw*dw, and
+  // off = (hoff*W + woff)*ldx + c. advance<STEP> adds STEP to c and carries whole taps into woff,
+  // kernel rows into hoff (one pass of the loop when Cg >= STEP). Past K, hoff >= kh_end.
+  struct Cursor {
+    int c, woff, hoff;
+    int64_t off;
+  };
+  __device__ Cursor cursor(int k) const {
+    int tap, c, kh, kw;
     by_cg.divmod(k, tap, c);
     geo.by_kw.divmod(tap, kh, kw);
-    const int h = s.hb + kh * geo.dh, w = s.wb + kw * geo.dw;
-    const bool in = s.valid && k < K && static_cast<unsigned>(h) < static_cast<unsigned>(geo.H) &&
-                    static_cast<unsigned>(w) < static_cast<unsigned>(geo.W);
-    return in ? x + (s.image + static_cast<int64_t>(h) * geo.W + w) * ldx + c : nullptr;
+    const int hoff = kh * geo.dh, woff = kw * geo.dw;
+    return {c, woff, hoff, (static_cast<int64_t>(hoff) * geo.W + woff) * ldx + c};
   }
-  __device__ int chunk(const Slot& s, int k, const T*& p) const {
-    int c = 0;
-    const T* q = at(s, k, c);
-    p = q ? q : x;
-    return q ? (Cg - c < kChunk ? Cg - c : kChunk) : 0;
+  template <int STEP>
+  __device__ void advance(Cursor& cur) const {
+    cur.c += STEP;
+    cur.off += STEP;
+    while (cur.c >= Cg) {
+      cur.c -= Cg;
+      cur.off += step_kw - Cg;
+      cur.woff += geo.dw;
+      if (cur.woff == kw_end) {
+        cur.woff = 0;
+        cur.hoff += geo.dh;
+        cur.off += step_kh;
+      }
+    }
+  }
+  __device__ int k_of(const Cursor& cur) const {
+    return ((cur.hoff / geo.dh) * geo.KW + cur.woff / geo.dw) * Cg + cur.c;  // element-wise path only
+  }
+
+  // Whether (slot, cursor) lies inside the image, and its element offset from x. Plain selects, no
+  // branches: nvcc predicates them (unsigned compares for 0 <= h < H).
+  __device__ bool inside(const Slot& s, const Cursor& cur) const {
+    const int h = s.hb + cur.hoff, w = s.wb + cur.woff;
+    return cur.hoff < kh_end && static_cast<unsigned>(h) < static_cast<unsigned>(geo.H) &&
+           static_cast<unsigned>(w) < static_cast<unsigned>(geo.W);
+  }
+  // Vectorised path: Cg is a multiple of kChunk, so an existing chunk is whole.
+  __device__ int chunk(const Slot& s, const Cursor& cur, const T*& p) const {
+    const bool in = inside(s, cur);
+    p = in ? x + (s.off + cur.off) : x;
+    return in ? kChunk : 0;
   }
   __device__ typename Element<T>::Bits element(const Slot& s, int k, int e) const {
-    int c = 0;
-    const T* q = at(s, k + e, c);
-    return q ? bits_at(q) : 0;
+    const Cursor cur = cursor(k + e);
+    return inside(s, cur) ? bits_at(x + (s.off + cur.off)) : 0;
   }
 };
 
@@ -197,44 +257,82 @@ struct ConvBwdDataASource {
     return s;
   }
 
+  // Input pixel m = (n, h, w). With hp = h + ph = sh*qh + rh (0 <= rh < sh) and a tap's
+  // kh*dh = sh*kq + kr (0 <= kr < sh), hp - kh*dh = sh*(qh - kq) + (rh - kr) with |rh - kr| < sh:
+  // the tap reaches an output row exactly when rh == kr, and that row is ho = qh - kq. Likewise
+  // for w. So the slot keeps (qh, qw), the phase (rh, rw) packed as rh | rw << 16, and the element
+  // offset of dy's (n, qh, qw); the cursor keeps the tap's (kq, kqw), phase and offset. Per chunk a
+  // compare of phases and two subtractions remain, where every chunk used to divide by the strides.
+  // (For stride 1 the phases are 0 and qh = hp.) A pixel past M gets qh = kOutside: every row it
+  // would read is negative.
+  static constexpr int kOutside = -(1 << 29);
   struct Slot {
-    int64_t image;  // n * Ho * Wo
-    int hp, wp;     // h + ph, w + pw
-    bool valid;
+    int64_t off;
+    int qh, qw, phase;
   };
   __device__ Slot slot(int m) const {
-    Slot s{0, 0, 0, m < M};
-    if (!s.valid) return s;
+    if (m >= M) return {0, kOutside, 0, 0};
     const int hw = geo.H * geo.W;
     const int n = m / hw, rest = m - n * hw, h = rest / geo.W, w = rest - h * geo.W;
-    s.image = static_cast<int64_t>(n) * geo.Ho * geo.Wo;
-    s.hp = h + geo.ph;
-    s.wp = w + geo.pw;
-    return s;
+    int qh, rh, qw, rw;
+    geo.by_sh.divmod(h + geo.ph, qh, rh);
+    geo.by_sw.divmod(w + geo.pw, qw, rw);
+    return {(static_cast<int64_t>(n) * geo.Ho * geo.Wo + static_cast<int64_t>(qh) * geo.Wo + qw) * lddy, qh, qw,
+            rh | (rw << 16)};
   }
-  __device__ const T* at(const Slot& s, int k, int& o) const {
-    // Branch-free like ConvFwdASource::at; a negative hn or wn is clamped to 0 before the divide
-    // (FastDivmod's range) and rejected by `in` anyway. by_sh/by_sw are the identity for stride 1.
-    int tap, kh, kw;
-    by_og.divmod(k, tap, o);
-    geo.by_kw.divmod(tap, kh, kw);
-    const int hp = s.hp - kh * geo.dh, wp = s.wp - kw * geo.dw;
-    int hn, wn, hr, wr;
-    geo.by_sh.divmod(hp > 0 ? hp : 0, hn, hr);
-    geo.by_sw.divmod(wp > 0 ? wp : 0, wn, wr);
-    const bool in = s.valid && k < K && hp >= 0 && wp >= 0 && hr == 0 && wr == 0 && hn < geo.Ho && wn < geo.Wo;
-    return in ? dy + (s.image + static_cast<int64_t>(hn) * geo.Wo + wn) * lddy + o : nullptr;
+  // k = (kh, kw, o), o fastest. A tap change (once per Og/STEP tiles) recomputes the tap's part
+  // with two divisions by the strides; past K, kh >= KH.
+  struct Cursor {
+    int o, kw, kh;
+    int kq, kqw, phase;
+    int64_t off;  // o - (kq*Wo + kqw)*lddy
+  };
+  __device__ void set_tap(Cursor& cur) const {
+    int kr, krw;
+    geo.by_sh.divmod(cur.kh * geo.dh, cur.kq, kr);
+    geo.by_sw.divmod(cur.kw * geo.dw, cur.kqw, krw);
+    cur.phase = kr | (krw << 16);
+    cur.off = cur.o - (static_cast<int64_t>(cur.kq) * geo.Wo + cur.kqw) * lddy;
   }
-  __device__ int chunk(const Slot& s, int k, const T*& p) const {
-    int o = 0;
-    const T* q = at(s, k, o);
-    p = q ? q : dy;
-    return q ? (Og - o < kChunk ? Og - o : kChunk) : 0;
+  __device__ Cursor cursor(int k) const {
+    Cursor cur;
+    int tap;
+    by_og.divmod(k, tap, cur.o);
+    geo.by_kw.divmod(tap, cur.kh, cur.kw);
+    set_tap(cur);
+    return cur;
+  }
+  template <int STEP>
+  __device__ void advance(Cursor& cur) const {
+    cur.o += STEP;
+    cur.off += STEP;
+    if (cur.o >= Og) {
+      do {
+        cur.o -= Og;
+        if (++cur.kw == geo.KW) {
+          cur.kw = 0;
+          ++cur.kh;
+        }
+      } while (cur.o >= Og);
+      set_tap(cur);
+    }
+  }
+  __device__ int k_of(const Cursor& cur) const { return (cur.kh * geo.KW + cur.kw) * Og + cur.o; }
+
+  __device__ bool inside(const Slot& s, const Cursor& cur) const {
+    const int ho = s.qh - cur.kq, wo = s.qw - cur.kqw;
+    return cur.kh < geo.KH && s.phase == cur.phase && static_cast<unsigned>(ho) < static_cast<unsigned>(geo.Ho) &&
+           static_cast<unsigned>(wo) < static_cast<unsigned>(geo.Wo);
+  }
+  // Vectorised path: Og is a multiple of kChunk, so an existing chunk is whole.
+  __device__ int chunk(const Slot& s, const Cursor& cur, const T*& p) const {
+    const bool in = inside(s, cur);
+    p = in ? dy + (s.off + cur.off) : dy;
+    return in ? kChunk : 0;
   }
   __device__ typename Element<T>::Bits element(const Slot& s, int k, int e) const {
-    int o = 0;
-    const T* q = at(s, k + e, o);
-    return q ? bits_at(q) : 0;
+    const Cursor cur = cursor(k + e);
+    return inside(s, cur) ? bits_at(dy + (s.off + cur.off)) : 0;
   }
 };
 
@@ -256,20 +354,37 @@ struct ConvBwdDataBSource {
     int c;
   };
   __device__ Slot slot(int c) const { return {c}; }
-  __device__ const T* at(int k, int c) const {
-    if (k >= K || c >= Cg) return nullptr;
-    int tap, o;
+  // k = (tap, o), o fastest, with off = (o*taps + tap)*Cg; past K, tap >= taps.
+  struct Cursor {
+    int o, tap;
+    int64_t off;
+  };
+  __device__ Cursor cursor(int k) const {
+    int o, tap;
     by_og.divmod(k, tap, o);
-    return w + (static_cast<int64_t>(o) * taps + tap) * Cg + c;
+    return {o, tap, (static_cast<int64_t>(o) * taps + tap) * Cg};
   }
-  __device__ int chunk(const Slot& s, int k, const T*& p) const {
-    const T* q = at(k, s.c);
-    p = q ? q : w;
-    return q ? (Cg - s.c < kChunk ? Cg - s.c : kChunk) : 0;
+  template <int STEP>
+  __device__ void advance(Cursor& cur) const {
+    cur.o += STEP;
+    cur.off += static_cast<int64_t>(STEP) * taps * Cg;
+    while (cur.o >= Og) {
+      cur.o -= Og;
+      ++cur.tap;
+      cur.off += Cg - static_cast<int64_t>(Og) * taps * Cg;
+    }
+  }
+  __device__ int k_of(const Cursor& cur) const { return cur.tap * Og + cur.o; }
+  // Vectorised path: Cg is a multiple of kChunk, so an existing chunk is whole.
+  __device__ int chunk(const Slot& s, const Cursor& cur, const T*& p) const {
+    const bool in = cur.tap < taps && s.c < Cg;
+    p = in ? w + (cur.off + s.c) : w;
+    return in ? kChunk : 0;
   }
   __device__ typename Element<T>::Bits element(const Slot& s, int k, int e) const {
-    const T* q = at(k, s.c + e);
-    return q ? bits_at(q) : 0;
+    const Cursor cur = cursor(k);
+    const int c = s.c + e;
+    return cur.tap < taps && c < Cg ? bits_at(w + (cur.off + c)) : 0;
   }
 };
 
@@ -283,45 +398,88 @@ struct ConvBwdWeightBSource {
   int64_t ldx;
   ConvGeometry geo;
   int Cg, P, J;  // P = N*Ho*Wo (the GEMM's K), J = KH*KW*Cg (its N)
+  // Per-kernel constants of the cursor's steps, set by derive() on the host: the input column and
+  // row one output column (row) further on, the ends of an output row and image in those units, and
+  // the element offsets of a step of STEP pixels (without carries), one row carry, one image carry.
+  int ws_end = 0, hs_end = 0;
+  int64_t step_wo = 0, step_row = 0, step_image = 0;
+
+  void derive() {
+    ws_end = geo.Wo * geo.sw;
+    hs_end = geo.Ho * geo.sh;
+    step_wo = static_cast<int64_t>(geo.sw) * ldx;
+    step_row = (static_cast<int64_t>(geo.sh) * geo.W - ws_end) * ldx;
+    step_image = (static_cast<int64_t>(geo.H) - hs_end) * geo.W * ldx;
+  }
 
   __device__ ConvBwdWeightBSource with_group(int g) const {
     ConvBwdWeightBSource s = *this;
     s.x += g * Cg;
     return s;
   }
+  // Column j = (kh, kw, c): the tap's offsets hoff = kh*dh - ph, woff = kw*dw - pw and the element
+  // offset (hoff*W + woff)*ldx + c. A column past J gets hoff = kOutside: every row it would read
+  // is negative. j is kept for the element-wise path (element e is column j + e).
+  static constexpr int kOutside = -(1 << 29);
   struct Slot {
-    int j, c, hoff, woff;  // hoff = kh*dh - ph, woff = kw*dw - pw
-    bool valid;
+    int64_t off;
+    int hoff, woff, j;
   };
-  __device__ Slot slot_of(int j) const {
-    Slot s{j, 0, 0, 0, j < J};
-    if (!s.valid) return s;
-    const int tap = j / Cg;
-    s.c = j - tap * Cg;
+  __device__ Slot slot(int j) const {
+    if (j >= J) return {0, kOutside, 0, j};
+    const int tap = j / Cg, c = j - tap * Cg;
     const int kh = tap / geo.KW, kw = tap - kh * geo.KW;
-    s.hoff = kh * geo.dh - geo.ph;
-    s.woff = kw * geo.dw - geo.pw;
-    return s;
+    const int hoff = kh * geo.dh - geo.ph, woff = kw * geo.dw - geo.pw;
+    return {(static_cast<int64_t>(hoff) * geo.W + woff) * ldx + c, hoff, woff, j};
   }
-  __device__ Slot slot(int j) const { return slot_of(j); }
-  // Branch-free like ConvFwdASource::at (k may pass P by less than a tile).
-  __device__ const T* at(const Slot& s, int k) const {
+  // k = output pixel (n, ho, wo), wo fastest, held as ws = wo*sw, hs = ho*sh, n and the element
+  // offset ((n*H + hs)*W + ws)*ldx. advance<STEP> adds STEP output columns and carries whole rows
+  // into hs, whole images into n (one pass of the loop when Wo >= STEP). Past P, n >= N.
+  struct Cursor {
+    int ws, hs, n;
+    int64_t off;
+  };
+  __device__ Cursor cursor(int k) const {
     int n, rest, ho, wo;
     geo.by_howo.divmod(k, n, rest);
     geo.by_wo.divmod(rest, ho, wo);
-    const int h = ho * geo.sh + s.hoff, w = wo * geo.sw + s.woff;
-    const bool in = s.valid && k < P && static_cast<unsigned>(h) < static_cast<unsigned>(geo.H) &&
-                    static_cast<unsigned>(w) < static_cast<unsigned>(geo.W);
-    return in ? x + ((static_cast<int64_t>(n) * geo.H + h) * geo.W + w) * ldx + s.c : nullptr;
+    const int hs = ho * geo.sh, ws = wo * geo.sw;
+    return {ws, hs, n, ((static_cast<int64_t>(n) * geo.H + hs) * geo.W + ws) * ldx};
   }
-  __device__ int chunk(const Slot& s, int k, const T*& p) const {
-    const T* q = at(s, k);
-    p = q ? q : x;
-    return q ? (Cg - s.c < kChunk ? Cg - s.c : kChunk) : 0;
+  template <int STEP>
+  __device__ void advance(Cursor& cur) const {
+    cur.ws += STEP * geo.sw;
+    cur.off += STEP * step_wo;
+    while (cur.ws >= ws_end) {
+      cur.ws -= ws_end;
+      cur.hs += geo.sh;
+      cur.off += step_row;
+      if (cur.hs == hs_end) {
+        cur.hs = 0;
+        ++cur.n;
+        cur.off += step_image;
+      }
+    }
+  }
+  __device__ int k_of(const Cursor& cur) const {
+    return (cur.n * geo.Ho + cur.hs / geo.sh) * geo.Wo + cur.ws / geo.sw;  // element-wise path only
+  }
+
+  __device__ bool inside(const Slot& s, const Cursor& cur) const {
+    const int h = cur.hs + s.hoff, w = cur.ws + s.woff;
+    return cur.n < geo.N && static_cast<unsigned>(h) < static_cast<unsigned>(geo.H) &&
+           static_cast<unsigned>(w) < static_cast<unsigned>(geo.W);
+  }
+  // Vectorised path: Cg is a multiple of kChunk, so an existing chunk is whole.
+  __device__ int chunk(const Slot& s, const Cursor& cur, const T*& p) const {
+    const bool in = inside(s, cur);
+    p = in ? x + (cur.off + s.off) : x;
+    return in ? kChunk : 0;
   }
   __device__ typename Element<T>::Bits element(const Slot& s, int k, int e) const {
-    const T* q = at(slot_of(s.j + e), k);
-    return q ? bits_at(q) : 0;
+    const Slot se = slot(s.j + e);
+    const Cursor cur = cursor(k);
+    return inside(se, cur) ? bits_at(x + (cur.off + se.off)) : 0;
   }
 };
 

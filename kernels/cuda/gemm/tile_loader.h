@@ -10,8 +10,9 @@
 //                multiple of 8 halves, C = 3, a channel slice at an odd offset): each element read
 //                on its own (0 outside), the chunk assembled in registers and stored with one
 //                16-byte shared store. Synchronous, so it needs no wait, only the pipeline's barrier.
-// Which chunks a thread copies never changes with K, so the per-chunk address work that depends
-// only on the fixed coordinate (operand_source.h) is done once, in init().
+// Which chunks a thread copies never changes with K, so the address work that depends only on the
+// fixed coordinate (a source's slot, operand_source.h) is done once, in init(), and the K position
+// (its cursor) moves one tile per load() with adds and compares instead of divisions.
 #pragma once
 
 #include <cstdint>
@@ -30,50 +31,60 @@ struct TileLoader {
   static constexpr int kTotal = kRows * Tile::kChunks;
   static constexpr int kIters = (kTotal + THREADS - 1) / THREADS;
   static constexpr bool kExact = kTotal % THREADS == 0;  // every thread has kIters chunks
+  static constexpr int kDepth = Mj == Major::k ? Tile::kChunks * kChunk : kRows;  // the tile's K extent (BK)
   using Bits = typename Element<T>::Bits;
+  using Slot = typename Source::Slot;
+  using Cursor = typename Source::Cursor;
 
-  typename Source::Slot slot[kIters];
-  int moving_offset[kIters];  // the chunk's K offset inside the tile
-  int smem_offset[kIters];    // element offset inside the stage's tile (-1: no chunk for this thread)
+  // When THREADS is a multiple of the chunks per row, a thread's chunks i = 0, 1, ... lie in one
+  // column of chunks, kRowStep rows apart. Then they share one coordinate: the K offset of a
+  // Major::k tile (one cursor serves them all), the m or n of a Major::mn tile (one slot does), and,
+  // when kRowStep keeps the swizzle (a multiple of kRowPeriod), their shared-memory offsets differ
+  // by constants (one offset, moved). Held once instead of per chunk: fewer registers, and the
+  // cursor's per-tile work is done once for all of the thread's chunks.
+  static constexpr bool kOneColumn = THREADS % Tile::kChunks == 0;
+  static constexpr int kRowStep = kOneColumn ? THREADS / Tile::kChunks : 0;
+  static constexpr int kSlots = kOneColumn && Mj == Major::mn ? 1 : kIters;
+  static constexpr int kCursors = kOneColumn && Mj == Major::k ? 1 : kIters;
+  static constexpr bool kOneOffset = kOneColumn && kExact && kRowStep % Tile::kRowPeriod == 0;
+  static constexpr int kOffsets = kOneOffset ? 1 : kIters;
 
-  // mn0: the tile's first m (A) or n (B).
-  __device__ void init(const Source& src, int mn0, int tid) {
+  Slot slot[kSlots];
+  Cursor cursor[kCursors];  // the K position of the next tile this thread copies, per distinct K offset
+  int smem_offset[kOffsets];  // element offset inside a stage's tile (-1: no chunk for this thread)
+
+  // mn0: the tile's first m (A) or n (B); k0: the first K tile's first k (a split's start).
+  __device__ void init(const Source& src, int mn0, int k0, int tid) {
     SEG_UNROLL
     for (int i = 0; i < kIters; ++i) {
       const int q = tid + i * THREADS;
-      if (q >= kTotal) {
-        smem_offset[i] = -1;
-        slot[i] = src.slot(0);
-        moving_offset[i] = 0;
-        continue;
-      }
-      const int r = q / Tile::kChunks, c = (q % Tile::kChunks) * kChunk;
-      smem_offset[i] = Tile::offset(r, c);
-      if constexpr (Mj == Major::k) {
-        slot[i] = src.slot(mn0 + r);
-        moving_offset[i] = c;
-      } else {
-        slot[i] = src.slot(mn0 + c);
-        moving_offset[i] = r;
-      }
+      const bool has = kExact || q < kTotal;
+      const int r = has ? q / Tile::kChunks : 0, c = has ? (q % Tile::kChunks) * kChunk : 0;
+      const int fixed = Mj == Major::k ? r : c, moving = Mj == Major::k ? c : r;
+      if (i < kSlots) slot[i] = src.slot(mn0 + fixed);
+      if (i < kCursors) cursor[i] = src.cursor(k0 + moving);
+      if (i < kOffsets) smem_offset[i] = has ? Tile::offset(r, c) : -1;
     }
   }
 
-  // Copies the tile whose K range starts at k0 into `tile` (one stage's buffer).
-  __device__ void load(const Source& src, T* tile, int k0, bool vectorised) const {
+  // Copies the next K tile into `tile` (one stage's buffer), then moves the cursors one tile on:
+  // the pipeline calls it once per K tile, in K order (block_tile.h).
+  __device__ void load(const Source& src, T* tile, bool vectorised) {
     SEG_UNROLL
     for (int i = 0; i < kIters; ++i) {
       if (!kExact && smem_offset[i] < 0) continue;  // known at compile time when the chunks divide evenly
-      T* dst = tile + smem_offset[i];
-      const int moving = k0 + moving_offset[i];
+      T* dst = tile + (kOneOffset ? Tile::moved(smem_offset[0], i * kRowStep, 0) : smem_offset[i]);
+      const Slot& s = slot[kSlots == 1 ? 0 : i];
+      const Cursor& cur = cursor[kCursors == 1 ? 0 : i];
       if (vectorised) {
         const T* p;
-        const int n = src.chunk(slot[i], moving, p);
+        const int n = src.chunk(s, cur, p);
         seg::ptx::cp_async_16_zfill(dst, p, n * static_cast<int>(sizeof(T)));
       } else {
+        const int k = src.k_of(cur);
         Bits v[kChunk];
         SEG_UNROLL
-        for (int e = 0; e < kChunk; ++e) v[e] = src.element(slot[i], moving, e);
+        for (int e = 0; e < kChunk; ++e) v[e] = src.element(s, k, e);
         uint32_t w[4];
         if constexpr (kChunk == 8) {
           SEG_UNROLL
@@ -85,6 +96,8 @@ struct TileLoader {
         store_vec(dst, make_uint4(w[0], w[1], w[2], w[3]));
       }
     }
+    SEG_UNROLL
+    for (int j = 0; j < kCursors; ++j) src.template advance<kDepth>(cursor[j]);
   }
 };
 

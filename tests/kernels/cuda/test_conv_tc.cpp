@@ -8,6 +8,7 @@
 // being the reference convolution of |x| and |w|.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -50,6 +51,19 @@ ConvShape shape(int64_t N, int64_t H, int64_t W, int64_t C, int64_t O, int64_t K
   s.pad_h = s.pad_w = pad;
   s.dil_h = s.dil_w = dil;
   s.groups = groups;
+  return s;
+}
+
+// Rows and columns that differ in every parameter, so that an h/w mix-up shows: KH 3, KW 2,
+// stride 2 x 1, dilation 1 x 2, padding 1 x 1.
+ConvShape asymmetric(ConvShape s) {
+  s.KH = 3;
+  s.KW = 2;
+  s.stride_h = 2;
+  s.stride_w = 1;
+  s.dil_h = 1;
+  s.dil_w = 2;
+  s.pad_h = s.pad_w = 1;
   return s;
 }
 
@@ -159,8 +173,12 @@ void check_conv(const ConvCase& cc, bool integer, TcOptions opt, const std::vect
   args.ldx = ldx;
   args.ldy = ldy;
   args.act = act;
-  const size_t ws_bytes = seg::cuda::conv2d_backward_weight_tc_workspace_bytes<T>(s, opt);
+  // With a forced split, enough workspace for the forward and backward-data GEMMs to split too
+  // (the product splits backward weight only): every source then starts a split mid-K.
+  const size_t split_bytes = opt.split_k > 1 ? static_cast<size_t>(opt.split_k) * 4 * std::max(P * s.O, NHW * s.C) : 0;
+  const size_t ws_bytes = std::max(seg::cuda::conv2d_backward_weight_tc_workspace_bytes<T>(s, opt), split_bytes);
   seg::test::DeviceBuffer<unsigned char> ws(ws_bytes);
+  if (opt.split_k > 1) args.workspace = TcWorkspace{ws.get(), ws_bytes};
   const T* xv = dx_in.get() + cc.offset;
   const T* dyv = ddy_in.get() + cc.offset;
   const std::string name = std::string(cc.what) + (integer ? " (integer)" : " (real)") + " family " +
@@ -218,6 +236,15 @@ const ConvCase kCases[] = {
     // chunks would write into the next slice's channels (the filler check).
     {"channel slices: C = 10, O = 18 (partial chunks), pixel stride C+6, O+6, offset 2",
      shape(2, 4, 5, 10, 18, 3, 1, 1, 1), 6, 6, 2},
+    // The sources' cursors (operand_source.h) step k = (kh, kw, channel) one K tile at a time, and
+    // the output pixel (n, ho, wo) of backward weight likewise. These shapes make every carry happen:
+    // 48 channels in and 40 out, so a 32-deep K tile starts mid-tap and the next one crosses a tap
+    // (and, with 3 taps a row, a kernel row); a 40-wide output row that a K tile of pixels crosses
+    // once; strides with dilation and padding, so backward data's row and column phases differ.
+    {"3x3 48->40 (K tiles start mid-tap)", shape(1, 5, 6, 48, 40, 3, 1, 1, 1)},
+    {"3x3 16->16 on a 3x40 image (a K tile of pixels crosses a row)", shape(1, 3, 40, 16, 16, 3, 1, 1, 1)},
+    {"3x3 stride 2, dilation 2, pad 2, 16->16", shape(1, 9, 10, 16, 16, 3, 2, 2, 2)},
+    {"3x2 kernel, stride 2x1, dilation 1x2, pad 1x1, 16->24", asymmetric(shape(2, 7, 6, 16, 24, 3, 1, 1, 1))},
 };
 
 }  // namespace
@@ -249,6 +276,9 @@ TEST_CASE("conv2d_tc: both tiles, forced split-K, every schedule") {
     }
   const auto sweep = seg::test::kSanitizerBuild ? seg::test::rr_and_random() : seg::test::cuda_configs();
   check_conv<bf16>(kCases[5], true, TcOptions{TcFamily::automatic, TcTile::small, 2}, sweep);
+  // Split-K with K tiles that start mid-tap: each split's cursors start from their own k.
+  check_conv<f16>(kCases[13], true, TcOptions{TcFamily::automatic, TcTile::small, 3}, seg::test::rr_and_random());
+  check_conv<float>(kCases[13], true, TcOptions{TcFamily::wmma, TcTile::small, 3}, seg::test::cuda_config_rr());
   check_conv<float>(kCases[3], true, TcOptions{TcFamily::wmma, TcTile::small, 2}, sweep);
 }
 
