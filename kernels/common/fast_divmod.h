@@ -2,9 +2,11 @@
 //
 // Why: a GPU has no integer divide instruction; `k / Cg` with a runtime Cg compiles to a software
 // routine of about twenty instructions. The implicit-GEMM sources (kernels/cuda/gemm/
-// operand_source.h) split a K index into (tap, channel) and a tap into (kh, kw) for every 16-byte
-// chunk they copy, in the GEMM's main loop, where issue slots are what the tensor cores wait for
-// (docs/tensor-cores.md, "The main loop's instruction budget").
+// operand_source.h) split a K index into (tap, channel) and a tap into (kh, kw) when a thread's
+// cursor is made, and backward data divides a tap's offsets by the strides each time its cursor
+// reaches a new tap: in or next to the GEMM's main loop, where issue slots are what the tensor
+// cores wait for (docs/tensor-cores.md, "The main loop's instruction budget"). The element-wise
+// fallback splits every element's index.
 //
 // The math (Granlund and Montgomery, "Division by invariant integers using multiplication", 1994):
 // for a divisor d >= 2 let l = ceil(log2 d) and m = ceil(2^(31+l) / d), which fits in 32 bits.
