@@ -79,6 +79,12 @@ inline ConvDims conv_dims(const ConvShape& s, const char* who) {
   const int64_t P = s.N * s.Ho() * s.Wo(), NHW = s.N * s.H * s.W;
   if (P > kMax || NHW > kMax || s.KH * s.KW * s.C > kMax || s.O * s.KH * s.KW > kMax)
     fail("the convolution's GEMM extents must stay below 2^31");
+  // The sources mark a pixel or column past the end with a row of -2^29 (operand_source.h,
+  // kOutside), which must stay negative after any tap or row offset is added.
+  constexpr int64_t kMaxExtent = int64_t{1} << 27;
+  if (s.H + 2 * s.pad_h >= kMaxExtent || s.W + 2 * s.pad_w >= kMaxExtent || s.KH * s.dil_h >= kMaxExtent ||
+      s.KW * s.dil_w >= kMaxExtent || s.Ho() * s.stride_h >= kMaxExtent || s.Wo() * s.stride_w >= kMaxExtent)
+    fail("image rows, columns and kernel extents (with padding, dilation and stride) must stay below 2^27");
   ConvDims d;
   d.geo = ConvGeometry{static_cast<int>(s.N),        static_cast<int>(s.H),        static_cast<int>(s.W),
                        static_cast<int>(s.Ho()),     static_cast<int>(s.Wo()),     static_cast<int>(s.KH),

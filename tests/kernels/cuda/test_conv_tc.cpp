@@ -296,6 +296,9 @@ TEST_CASE("conv2d_tc: bad shapes and the WMMA family for halves are clear errors
   s = shape(1, 4, 4, 8, 8, 3, 1, 0, 3);
   CHECK_THROWS_WITH_AS(seg::cuda::conv2d_forward_tc<f16>(s, buf.get(), buf.get(), nullptr, buf.get(), nullptr),
                        doctest::Contains("does not fit"), std::invalid_argument);
+  s = shape(1, int64_t{1} << 27, 1, 8, 8, 1, 1, 0, 1);  // 2^27 rows of one pixel: P fits, the sentinel would not
+  CHECK_THROWS_WITH_AS(seg::cuda::conv2d_forward_tc<f16>(s, buf.get(), buf.get(), nullptr, buf.get(), nullptr),
+                       doctest::Contains("below 2^27"), std::invalid_argument);
   s = shape(1, 4, 4, 8, 8, 3, 1, 1, 1);
   ConvTcArgs a;
   a.ldx = 4;
