@@ -12,6 +12,7 @@ import pathlib
 import sys
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
+sys.dont_write_bytecode = True  # no __pycache__ left in the source tree's tools/
 sys.path.insert(0, str(ROOT / "tools"))
 import sass_loop_report as report  # noqa: E402
 
