@@ -127,7 +127,7 @@ struct ConvGemm {
 };
 
 template <class T>
-ConvGemm<ConvFwdASource<device_t<T>>, MatrixSource<device_t<T>, Major::k>> forward_gemm(
+ConvGemm<ConvFwdASource<device_t<T>>, ConvFwdWeights<device_t<T>>> forward_gemm(
     const ConvShape& s, const T* x, const T* w, const T* b, T* y, const ConvTcArgs& args) {
   using DT = device_t<T>;
   constexpr int kChunk = Element<DT>::kChunk;
@@ -135,10 +135,10 @@ ConvGemm<ConvFwdASource<device_t<T>>, MatrixSource<device_t<T>, Major::k>> forwa
   const int64_t ldx = pixel_stride(args.ldx, s.C, "conv2d_forward_tc", "ldx");
   const int64_t ldy = pixel_stride(args.ldy, s.O, "conv2d_forward_tc", "ldy");
   const int K = d.taps * d.Cg;
-  GemmArgs<ConvFwdASource<DT>, MatrixSource<DT, Major::k>> p;
+  GemmArgs<ConvFwdASource<DT>, ConvFwdWeights<DT>> p;
   p.a = ConvFwdASource<DT>{reinterpret_cast<const DT*>(x), ldx, d.geo, d.Cg, static_cast<int>(d.P), K, FastDivmod(d.Cg)};
   p.a.derive();
-  p.b = MatrixSource<DT, Major::k>{reinterpret_cast<const DT*>(w), K, d.Og, K, static_cast<int64_t>(d.Og) * K};
+  p.b = ConvFwdWeights<DT>{reinterpret_cast<const DT*>(w), K, d.Og, K, static_cast<int64_t>(d.Og) * K};
   p.M = static_cast<int>(d.P);
   p.N = d.Og;
   p.K = K;
@@ -160,7 +160,7 @@ void conv_forward_impl(const ConvShape& s, const T* x, const T* w, const T* b, T
                        const ConvTcArgs& args) {
   using DT = device_t<T>;
   const auto g = forward_gemm(s, x, w, b, y, args);
-  dispatch_gemm<DT, Major::k, Major::k, ConvFwdASource<DT>, MatrixSource<DT, Major::k>, false>(
+  dispatch_gemm<DT, Major::k, Major::k, ConvFwdASource<DT>, ConvFwdWeights<DT>, false>(
       g.p, args.options.family, args.options.tile, g.groups, args.options.split_k, args.workspace, stream);
 }
 

@@ -38,7 +38,7 @@ __device__ __forceinline__ typename Element<T>::Bits bits_at(const T* p) {
 
 // A strided matrix with `rows` x `cols` elements, element (r, c) at base[r * ld + c]; cols is the
 // contiguous dimension. For a Major::k operand rows are m (n), for a Major::mn operand rows are k.
-template <class T, Major Mj>
+template <class T, Major Mj, bool PointerSlots = !std::is_same_v<T, float>>
 struct MatrixSource {
   static constexpr int kChunk = Element<T>::kChunk;
   const T* base;
@@ -62,8 +62,9 @@ struct MatrixSource {
   // count a clamp or a compare, instead of the row * ld + column product and both bounds each time.
   // On sm_90 this took the f16/bf16 128x128 GEMMs from 161-164 registers to 128 or fewer (two blocks
   // per SM instead of one). For float (the TF32 WMMA kernels) ptxas went the other way (up to 194
-  // registers, a spill in the forward convolution), so float keeps the bare fixed coordinate.
-  static constexpr bool kPointerSlots = !std::is_same_v<T, float>;
+  // registers, a spill in the forward convolution), so float keeps the bare fixed coordinate, and so
+  // does the forward convolution's weight operand (ConvFwdWeights below).
+  static constexpr bool kPointerSlots = PointerSlots;
   struct PointerSlot {
     const T* p;
     int limit;
@@ -129,6 +130,14 @@ struct MatrixSource {
     }
   }
 };
+
+// The forward convolution's B, the weights [Og, taps*Cg] (Major::k), with index slots: in that kernel
+// the pointer slots left ptxas at 128 registers recomputing the shared-memory offset and the row
+// pointers per chunk; with index slots its main loop's 16-byte path is 274 instead of 317
+// instructions per 32 HMMA (f16, 128x128, sm_90; 296 -> 265 and 80 -> 72 registers at 64x64),
+// where the GEMMs and backward weight lost with them (docs/tensor-cores.md, "The third round").
+template <class T>
+using ConvFwdWeights = MatrixSource<T, Major::k, false>;
 
 // Convolution geometry as the sources use it (int: every extent of the models fits), with its
 // divisors as multiply-and-shift (kernels/common/fast_divmod.h): a GPU has no integer divide, and
