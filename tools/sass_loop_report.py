@@ -8,7 +8,9 @@ For every kernel whose demangled name matches --filter (default: gemm_tc_kernel)
 the backward branch whose body holds the most HMMA instructions. Printed per kernel: the loop's
 instructions (every issued slot, predicated-off ones included), HMMA, LDSM, LDGSTS (cp.async),
 BAR, BRA, and instructions per HMMA; then the same for the 16-byte path alone (the loop without the
-element-wise fallback's blocks, which aligned operands never enter).
+element-wise fallback's blocks, which aligned operands never enter), and for the steady trip (the
+shortest path through the loop that issues every HMMA and every 16-byte copy: a K tile inside K,
+with no cursor carry).
 
 Why that ratio: on sm_80/sm_90 one SM sub-partition issues one warp instruction per clock, and one
 HMMA.16816 occupies its tensor core for several clocks (about 8 on A100: 1024 f16 FMA per clock
@@ -70,7 +72,8 @@ def functions(sass):
 
 
 def main_loop(insns):
-    """The [start, end] address range of the backward branch whose body has the most HMMAs."""
+    """The [start, end] address range of the backward branch whose body has the most HMMAs; of equals,
+    the first (a two-part main loop's first part, block_tile.h's InsideK_: the steady state)."""
     best = None
     for addr, op, operands, _ in insns:
         if op != "BRA":
@@ -87,17 +90,15 @@ def main_loop(insns):
     return best
 
 
-def aligned_path(body):
-    """The loop's instructions that the 16-byte (cp.async) path can reach. The loop's basic blocks and
-    their forward branches form a DAG (the back edge ends a trip). A block belongs to the
-    element-wise fallback for unaligned operands (which aligned operands never run) when a block
-    that dominates it (itself included) heads a region, the blocks it dominates, that holds an
+def loop_blocks(body):
+    """The loop's basic blocks, as (starts, ends, successors, kept). Its blocks and their forward
+    branches form a DAG (the back edge ends a trip); address order is a topological order. kept: the
+    blocks reachable from the loop head that are not the element-wise fallback for unaligned
+    operands (which aligned operands never run). A block belongs to the fallback when a block that
+    dominates it (itself included) heads a region, the blocks it dominates, that holds an
     element-wise global load (LDG) and neither an HMMA nor a 16-byte copy (LDGSTS): the branch into
     the fallback, the address work before its first load (a convolution's divisions) and the loads
-    themselves. Everything else
-    reachable from the loop head counts, both sides of every other branch, so it is an upper bound
-    on what one trip of the aligned path issues. body: (address, opcode, operands, predicate) of
-    the loop, in address order."""
+    themselves. body: (address, opcode, operands, predicate) of the loop, in address order."""
     index = {a: i for i, (a, _, _, _) in enumerate(body)}
 
     def target(operands):
@@ -127,7 +128,6 @@ def aligned_path(body):
                 continue
         if e < len(body):
             succ[k].append(k + 1)
-    # Reachable blocks and their dominators (address order is a topological order of the DAG).
     preds = [[] for _ in range(n)]
     reach = [False] * n
     reach[0] = True
@@ -152,8 +152,50 @@ def aligned_path(body):
                 region_ldg[x] |= has(k, "LDG.")
                 region_other[x] |= has(k, "HMMA") or has(k, "LDGSTS")
     fallback = lambda k: any(region_ldg[x] and not region_other[x] for x in dom[k])
-    keep = [k for k in range(n) if reach[k] and not fallback(k)]
-    return [body[i] for k in keep for i in range(starts[k], ends[k])]
+    kept = [reach[k] and not fallback(k) for k in range(n)]
+    return starts, ends, succ, kept
+
+
+def aligned_path(body):
+    """The loop's instructions that the 16-byte (cp.async) path can reach: every kept block of
+    loop_blocks, both sides of every branch, so an upper bound on what one trip of the aligned path
+    issues (it counts a convolution's rare carries, and both the inside-K and the last-tile forms of
+    the copies)."""
+    starts, ends, _, kept = loop_blocks(body)
+    return [body[i] for k in range(len(starts)) if kept[k] for i in range(starts[k], ends[k])]
+
+
+def steady_path(body):
+    """The instructions of one trip through the loop in the steady state of the 16-byte path: of the
+    paths from the loop head to its last block through kept blocks, those that issue the most
+    HMMAs and then the most 16-byte copies (a tile that is computed and whose successor is copied),
+    the shortest. That is the trip of a K tile inside K with no carry in a convolution's cursor
+    (a carry, and the ragged last tile's copies, are longer paths). None if no path exists."""
+    starts, ends, succ, kept = loop_blocks(body)
+    n = len(starts)
+    cost = []
+    for k in range(n):
+        part = body[starts[k]:ends[k]]
+        cost.append((sum(1 for _, o, _, _ in part if o.startswith("HMMA")),
+                     sum(1 for _, o, _, _ in part if o.startswith("LDGSTS")), len(part)))
+    # best[k]: the best (HMMA, LDGSTS, -instructions) of a path from block 0 through block k, with
+    # the path's blocks (address order is topological, so one pass suffices).
+    best = [None] * n
+    if kept[0]:
+        best[0] = ((cost[0][0], cost[0][1], -cost[0][2]), [0])
+    for k in range(n):
+        if best[k] is None:
+            continue
+        for t in succ[k]:
+            if not kept[t]:
+                continue
+            (h, c, neg), blocks = best[k]
+            cand = ((h + cost[t][0], c + cost[t][1], neg - cost[t][2]), blocks + [t])
+            if best[t] is None or cand[0] > best[t][0]:
+                best[t] = cand
+    if best[n - 1] is None:
+        return None
+    return [body[i] for k in best[n - 1][1] for i in range(starts[k], ends[k])]
 
 
 def report(path, arch, pattern, cuobjdump):
@@ -184,7 +226,13 @@ def report(path, arch, pattern, cuobjdump):
               f"HMMA {hmma}, LDSM {count('LDSM')}, LDGSTS {count('LDGSTS')}, LDG {count('LDG.')}, BAR {count('BAR')}, "
               f"BRA {count('BRA')}: {len(body) / hmma:.1f} instructions per HMMA\n"
               f"    16-byte path: {len(fast)} instructions, HMMA {count('HMMA', fast)}, LDSM {count('LDSM', fast)}, "
-              f"LDGSTS {count('LDGSTS', fast)}: {len(fast) / hmma:.1f} per HMMA\n")
+              f"LDGSTS {count('LDGSTS', fast)}: {len(fast) / hmma:.1f} per HMMA")
+        steady = steady_path(body)
+        if steady:
+            print(f"    steady trip: {len(steady)} instructions, HMMA {count('HMMA', steady)}, "
+                  f"LDSM {count('LDSM', steady)}, LDGSTS {count('LDGSTS', steady)}: "
+                  f"{len(steady) / max(1, count('HMMA', steady)):.1f} per HMMA")
+        print()
     return True
 
 

@@ -21,7 +21,10 @@
 //   v12 v11 + fragment prefetch: each warp loads k step s+1's fragments before k step s's MMAs, and
 //       the barrier moves to the tile's last k step (block_tile.h, MainLoop::prefetch_fragments)
 //   v13 v12 with 64-deep K tiles and three stages (as much in flight, half the barriers per MMA)
-//   v14 cuBLASLt (GPU build): the baseline
+//   v14 v7 with inside-K copies: the main loop in two parts, the first (every K tile but a ragged
+//       last one) copying without the K bound (block_tile.h, GemmKernel's InsideK_)
+//   v15 v12 with the same inside-K copies
+//   v16 cuBLASLt (GPU build): the baseline
 #include <cuda_fp16.h>
 
 #include "kernels/cuda/engine.h"
@@ -93,8 +96,8 @@ using Big = TileShape<128, 128, 32, 2, 4, Stages>;
 template <int BK>
 using Wide = TileShape<128, 256, BK, 2, 4, 3>;
 template <class Shape, SmemKind Kind, template <class, class, Major, Major, class, class> class Warp,
-          MainLoop Loop = MainLoop::barrier_first>
-using Lab = GemmKernel<__half, Shape, Major::k, Major::mn, Kind, Warp, ASrc, BSrc, Plant::none, Loop>;
+          MainLoop Loop = MainLoop::barrier_first, bool InsideK = false>
+using Lab = GemmKernel<__half, Shape, Major::k, Major::mn, Kind, Warp, ASrc, BSrc, Plant::none, Loop, InsideK>;
 
 template <class Kernel>
 void run_block_kernel(const GemmProblem& p, seg::cuda::Stream stream) {
@@ -130,7 +133,9 @@ const std::vector<Version>& gemm_versions() {
       {11, "mma-4stage", "v7 with four cp.async stages (64 KiB of shared memory)", false},
       {12, "mma-prefetch", "v11 + next k step's fragments loaded before this one's MMAs, barrier at the last k step", false},
       {13, "mma-prefetch-bk64", "v12 with 64-deep K tiles, three stages: half the barriers per MMA", false},
-      {14, "cublaslt", "cuBLASLt (the baseline)", true},
+      {14, "mma-inside-k", "v7 + K tiles inside K copied without the K bound (a two-part main loop)", false},
+      {15, "mma-prefetch-inside-k", "v12 + the same inside-K copies", false},
+      {16, "cublaslt", "cuBLASLt (the baseline)", true},
   };
   return v;
 }
@@ -173,6 +178,12 @@ bool run_gemm_version(int id, const GemmProblem& p, seg::cuda::Stream stream) {
                            MainLoop::prefetch_fragments>>(p, stream);
       return true;
     case 14:
+      run_block_kernel<Lab<Big<3>, SmemKind::swizzled, MmaSyncWarpTile, MainLoop::barrier_first, true>>(p, stream);
+      return true;
+    case 15:
+      run_block_kernel<Lab<Big<4>, SmemKind::swizzled, MmaSyncWarpTile, MainLoop::prefetch_fragments, true>>(p, stream);
+      return true;
+    case 16:
       if (!seg::cuda::engine_available(seg::cuda::Engine::cublaslt)) return false;
       seg::cuda::gemm_cublaslt<seg::f16, float>(false, false, p.M, p.N, p.K, p.A, p.K, p.B, p.N, p.C, p.N, nullptr, {},
                                                 seg::cuda::TcWorkspace{p.workspace, p.workspace_bytes}, stream);

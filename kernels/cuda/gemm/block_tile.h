@@ -94,7 +94,7 @@ constexpr int min_blocks_per_sm() {
 
 template <class T_, class Shape_, Major MA_, Major MB_, SmemKind Kind_,
           template <class, class, Major, Major, class, class> class WarpTile_, class ASource_, class BSource_,
-          Plant Plant_ = Plant::none, MainLoop Loop_ = MainLoop::barrier_first>
+          Plant Plant_ = Plant::none, MainLoop Loop_ = MainLoop::barrier_first, bool InsideK_ = false>
 struct GemmKernel {
   using T = T_;
   using Shape = Shape_;
@@ -158,10 +158,29 @@ struct GemmKernel {
       }
     };
     // Copies the next K tile (kt_begin, kt_begin + 1, ...: the loaders' cursors keep the count) into
-    // stage s. Every path below issues the tiles in that order.
-    auto issue = [&](int s) {
-      load_a.load(a, stage_a(s), p.vec_a);
-      load_b.load(b, stage_b(s), p.vec_b);
+    // stage s. Every path below issues the tiles in that order. Inside: the tile lies wholly inside
+    // K, so its copies skip the K bound where a source can (tile_loader.h).
+    auto issue = [&](int s, auto inside) {
+      load_a.template load<decltype(inside)::value>(a, stage_a(s), p.vec_a);
+      load_b.template load<decltype(inside)::value>(b, stage_b(s), p.vec_b);
+    };
+    // With InsideK_ (the kernel lab's v14/v15 only, for now), the main loops run in two parts:
+    // first the trips whose issued tile lies inside K (all but the last STAGES-1 trips), with only
+    // the inside form of the copies; then the rest with the general form (the ragged last tile, or
+    // no tile to issue). The product's kernels keep one loop with the general form: on sm_90 every
+    // way of adding the inside form tried so far (a branch per trip, two loops, the inside form
+    // alone) made ptxas hold more registers, and 15-27 of the 72 kernels lost blocks per SM
+    // (docs/tensor-cores.md, "The fourth round"). Whether fewer instructions per HMMA are worth
+    // that is for a GPU to say.
+    constexpr bool kTwoParts = InsideK_ && (LoaderA::kHasInsideK || LoaderB::kHasInsideK);
+    using Inside = std::true_type;
+    using General = std::false_type;
+    // Trips [0, first_end) issue a tile t = i + lead that is < min(tiles, the tiles inside K).
+    auto first_end = [&](int lead) {
+      if constexpr (!kTwoParts) return 0;
+      const int inside_tiles = p.K / BK - kt_begin, issued = inside_tiles < tiles ? inside_tiles : tiles;
+      const int end = issued - lead;
+      return end < 0 ? 0 : end;
     };
 
     Warp w;
@@ -174,21 +193,21 @@ struct GemmKernel {
       static_assert(STAGES >= 3, "prefetch_fragments waits for tile i+1 during tile i: at least 3 stages");
       static_assert(kSteps % 2 == 0, "the two fragment sets alternate by k step, and tile to tile");
       for (int s = 0; s < STAGES - 1; ++s) {
-        if (s < tiles) issue(s);
+        if (s < tiles) issue(s, General{});
         seg::ptx::cp_async_commit();
       }
       wait_for_stage();
       if constexpr (Plant_ != Plant::no_barrier_after_wait) __syncthreads();
       typename Warp::Fragments f[2];
       if (tiles > 0) Warp::load_fragments(f[0], stage_a(0), stage_b(0), wm0, wn0, 0, lane);
-      for (int i = 0; i < tiles; ++i) {
+      auto trip = [&](int i, auto inside) {
         const int cur = i % STAGES;
         SEG_UNROLL
         for (int ks = 0; ks < kSteps; ++ks) {
           if (ks == 0) {
             // Into the stage tile i-1 used: every warp read it before the barrier of tile i-1.
             const int next = i + STAGES - 1;
-            if (next < tiles) issue(next % STAGES);
+            if (decltype(inside)::value || next < tiles) issue(next % STAGES, inside);
             seg::ptx::cp_async_commit();
           }
           if (ks == kSteps - 1) {
@@ -204,29 +223,41 @@ struct GemmKernel {
           }
           w.mma(f[ks % 2]);
         }
-      }
+      };
+      const int split_at = first_end(STAGES - 1);
+      if constexpr (kTwoParts)
+        for (int i = 0; i < split_at; ++i) trip(i, Inside{});
+      for (int i = split_at; i < tiles; ++i) trip(i, General{});
     } else if constexpr (STAGES == 1) {
-      for (int i = 0; i < tiles; ++i) {
-        issue(0);
+      auto trip = [&](auto inside) {
+        issue(0, inside);
         seg::ptx::cp_async_wait_all();
         if constexpr (Plant_ != Plant::no_barrier_after_wait) __syncthreads();
         mma_stage<BK>(w, stage_a(0), stage_b(0), warp_m * Shape::WM, warp_n * Shape::WN, lane);
         __syncthreads();
-      }
+      };
+      const int split_at = first_end(0);
+      if constexpr (kTwoParts)
+        for (int i = 0; i < split_at; ++i) trip(Inside{});
+      for (int i = split_at; i < tiles; ++i) trip(General{});
     } else {
       for (int s = 0; s < STAGES - 1; ++s) {
-        if (s < tiles) issue(s);
+        if (s < tiles) issue(s, General{});
         seg::ptx::cp_async_commit();
       }
-      for (int i = 0; i < tiles; ++i) {
+      auto trip = [&](int i, auto inside) {
         wait_for_stage();
         if constexpr (Plant_ != Plant::no_barrier_after_wait) __syncthreads();
         const int next = i + STAGES - 1;
-        if (next < tiles) issue(next % STAGES);
+        if (decltype(inside)::value || next < tiles) issue(next % STAGES, inside);
         seg::ptx::cp_async_commit();
         mma_stage<BK>(w, stage_a(i % STAGES), stage_b(i % STAGES), warp_m * Shape::WM, warp_n * Shape::WN, lane);
         if constexpr (Plant_ == Plant::no_barrier_after_wait) __syncthreads();  // keeps the stages' reuse safe
-      }
+      };
+      const int split_at = first_end(STAGES - 1);
+      if constexpr (kTwoParts)
+        for (int i = 0; i < split_at; ++i) trip(i, Inside{});
+      for (int i = split_at; i < tiles; ++i) trip(i, General{});
     }
     seg::ptx::cp_async_wait_all();
     __syncthreads();

@@ -118,6 +118,24 @@ struct MatrixSource {
       return n;
     }
   }
+  // chunk() for a K tile that lies wholly inside K (block_tile.h knows which tiles do: all but a
+  // ragged last one). The K bound holds, so only the fixed coordinate's bound is left, and it does
+  // not change from tile to tile. A Major::k chunk then has all kChunk elements or none (a count
+  // that ptxas turns into a bare predicate on the copy instead of a byte count), and neither layout
+  // needs the select of a safe address: a row or column past the end has its slot's pointer at
+  // base, so p stays inside the matrix (moving < the K extent) and the copy reads nothing from it.
+  // Pointer slots only: the lab's versions that use it (v14, v15) have them, nothing else does.
+  __device__ int chunk_inside_k(const Slot& s, const Cursor& cur, const T*& p) const
+    requires kPointerSlots
+  {
+    if constexpr (Mj == Major::k) {
+      p = s.p + cur.k;
+      return s.limit > 0 ? kChunk : 0;
+    } else {
+      p = s.p + cur.k * ld;
+      return s.limit;
+    }
+  }
   __device__ typename Element<T>::Bits element(const Slot& s, int moving, int e) const {
     if constexpr (!kPointerSlots) {
       const int r = Mj == Major::k ? s.fixed : moving, c = (Mj == Major::k ? moving : s.fixed) + e;

@@ -68,23 +68,29 @@ struct TileLoader {
   }
 
   // Copies the next K tile into `tile` (one stage's buffer), then moves the cursors one tile on:
-  // the pipeline calls it once per K tile, in K order (block_tile.h).
+  // the pipeline calls it once per K tile, in K order (block_tile.h). kInsideK: the caller knows
+  // that this K tile lies wholly inside K, so a source that has chunk_inside_k (only the fixed
+  // coordinate's bound left to check) is asked through it. A template argument, not a runtime
+  // flag, so that a main loop's part that copies only such tiles holds only that form.
+  template <bool kInsideK = false>
   __device__ void load(const Source& src, T* tile, bool vectorised) {
     SEG_UNROLL
     for (int i = 0; i < kIters; ++i) {
       if (!kExact && smem_offset[i] < 0) continue;  // known at compile time when the chunks divide evenly
-      T* dst = tile + (kOneOffset ? Tile::moved(smem_offset[0], i * kRowStep, 0) : smem_offset[i]);
-      const Slot& s = slot[kSlots == 1 ? 0 : i];
-      const Cursor& cur = cursor[kCursors == 1 ? 0 : i];
+      T* dst = destination(tile, i);
       if (vectorised) {
         const T* p;
-        const int n = src.chunk(s, cur, p);
+        int n;
+        if constexpr (kInsideK && kHasInsideK)
+          n = src.chunk_inside_k(slot_of(i), cursor_of(i), p);
+        else
+          n = src.chunk(slot_of(i), cursor_of(i), p);
         seg::ptx::cp_async_16_zfill(dst, p, n * static_cast<int>(sizeof(T)));
       } else {
-        const int k = src.k_of(cur);
+        const int k = src.k_of(cursor_of(i));
         Bits v[kChunk];
         SEG_UNROLL
-        for (int e = 0; e < kChunk; ++e) v[e] = src.element(s, k, e);
+        for (int e = 0; e < kChunk; ++e) v[e] = src.element(slot_of(i), k, e);
         uint32_t w[4];
         if constexpr (kChunk == 8) {
           SEG_UNROLL
@@ -98,6 +104,19 @@ struct TileLoader {
     }
     SEG_UNROLL
     for (int j = 0; j < kCursors; ++j) src.template advance<kDepth>(cursor[j]);
+  }
+
+  // Whether the source has the inside-K form of chunk() (MatrixSource with pointer slots does; the
+  // convolutions' sources check K with one compare next to their image bounds).
+  static constexpr bool kHasInsideK = requires(const Source& s, const Slot& sl, const Cursor& c, const T*& p) {
+    s.chunk_inside_k(sl, c, p);
+  };
+
+ private:
+  __device__ const Slot& slot_of(int i) const { return slot[kSlots == 1 ? 0 : i]; }
+  __device__ const Cursor& cursor_of(int i) const { return cursor[kCursors == 1 ? 0 : i]; }
+  __device__ T* destination(T* tile, int i) const {
+    return tile + (kOneOffset ? Tile::moved(smem_offset[0], i * kRowStep, 0) : smem_offset[i]);
   }
 };
 
