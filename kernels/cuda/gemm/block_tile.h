@@ -164,14 +164,12 @@ struct GemmKernel {
       load_a.template load<decltype(inside)::value>(a, stage_a(s), p.vec_a);
       load_b.template load<decltype(inside)::value>(b, stage_b(s), p.vec_b);
     };
-    // With InsideK_ (the kernel lab's v14/v15 only, for now), the main loops run in two parts:
-    // first the trips whose issued tile lies inside K (all but the last STAGES-1 trips), with only
-    // the inside form of the copies; then the rest with the general form (the ragged last tile, or
-    // no tile to issue). The product's kernels keep one loop with the general form: on sm_90 every
-    // way of adding the inside form tried so far (a branch per trip, two loops, the inside form
-    // alone) made ptxas hold more registers, and 15-27 of the 72 kernels lost blocks per SM
-    // (docs/tensor-cores.md, "The fourth round"). Whether fewer instructions per HMMA are worth
-    // that is for a GPU to say.
+    // With InsideK_, the main loops run in two parts: first the trips whose issued tile lies inside
+    // K (all but the last STAGES-1 trips), with only the inside form of the copies; then the rest
+    // with the general form (the ragged last tile, or no tile to issue). Two loops rather than a
+    // branch per trip, and opt-in per kernel (device_launch.h: the f16/bf16 mma.sync 128x128
+    // kernels): near their register limits ptxas held more registers for it in other kernels (12 of
+    // the 72 lost a block per SM when every kernel had it; docs/tensor-cores.md, "The fourth round").
     constexpr bool kTwoParts = InsideK_ && (LoaderA::kHasInsideK || LoaderB::kHasInsideK);
     using Inside = std::true_type;
     using General = std::false_type;

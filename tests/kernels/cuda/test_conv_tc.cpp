@@ -282,6 +282,21 @@ TEST_CASE("conv2d_tc: both tiles, forced split-K, every schedule") {
   check_conv<float>(kCases[3], true, TcOptions{TcFamily::wmma, TcTile::small, 2}, sweep);
 }
 
+// Backward weight's large-tile kernel runs its main loop in two parts (block_tile.h, InsideK_; its
+// A, dy, copies K tiles inside K without the K bound). Its K is the pixel count: 2*12*10 = 240 is
+// seven K tiles and a ragged eighth, 2*8*8 = 128 four whole ones; the shapes above have at most
+// three tiles and never reach the first part. Split 3 starts each split's cursors mid-K.
+TEST_CASE("conv2d_tc: backward weight's two-part main loop (large tile, many pixels)" *
+          doctest::skip(seg::test::kSanitizerBuild)) {
+  const ConvCase deep[] = {{"3x3 16->16 on 2x12x10 (240 pixels)", shape(2, 12, 10, 16, 16, 3, 1, 1, 1)},
+                           {"1x1 16->24 on 2x8x8 (128 pixels)", shape(2, 8, 8, 16, 24, 1, 1, 0, 1)}};
+  for (const ConvCase& c : deep)
+    for (const int split : {1, 3}) {
+      check_conv<f16>(c, true, TcOptions{TcFamily::automatic, TcTile::large, split}, seg::test::cuda_config_rr());
+      check_conv<bf16>(c, true, TcOptions{TcFamily::automatic, TcTile::large, split}, seg::test::cuda_config_rr());
+    }
+}
+
 TEST_CASE("conv2d_tc: forward with fused ReLU and ReLU6") {
   check_conv<f16>(kCases[0], true, TcOptions{}, seg::test::cuda_config_rr(), TcActivation::relu);
   check_conv<bf16>(kCases[2], true, TcOptions{}, seg::test::cuda_config_rr(), TcActivation::relu6);

@@ -129,6 +129,22 @@ TEST_CASE("gemm_tc: every transpose case, both families, both tiles, ragged M/N/
   SUBCASE("f32 (TF32) -> f32") { every_transpose_family_tile<float, float>(base); }
 }
 
+// The large tile's main loop runs in two parts (block_tile.h, InsideK_): trips whose copied K tile
+// lies inside K use a form of the copies without the K bound, the rest the general form. The case
+// above (K = 90, three K tiles) never enters the first part with three stages; these do. K = 264:
+// eight tiles inside K and a ragged ninth; K = 256: whole tiles, the general part only drains.
+// Splits of 3 start each split's cursor mid-K and end the first parts at different tiles.
+TEST_CASE("gemm_tc: the large tile's two-part main loop, every transpose, with and without split-K" *
+          doctest::skip(seg::test::kSanitizerBuild)) {
+  for (const int K : {264, 256})
+    for (const int splits : {1, 3})
+      for (const auto& tr : kTransposes) {
+        const Case c{70, 84, K, tr[0], tr[1]};
+        check_gemm<f16, float>(c, TcOptions{TcFamily::mma_sync, TcTile::large, splits}, seg::test::cuda_config_rr());
+        check_gemm<bf16, bf16>(c, TcOptions{TcFamily::mma_sync, TcTile::large, splits}, seg::test::cuda_config_rr());
+      }
+}
+
 TEST_CASE("gemm_tc: real-valued inputs within the f32 accumulation bound") {
   Case c{96, 72, 200, false, true};
   c.integer = false;
