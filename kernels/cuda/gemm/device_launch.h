@@ -147,8 +147,8 @@ void dispatch_gemm(const Params& p, TcFamily family, TcTile tile, int groups, in
     if (family == TcFamily::mma_sync) {
       // The large tile copies K tiles inside K without the K bound (InsideK_, block_tile.h): on
       // sm_90 that shortens the main loop's steady trip by 15-65 instructions per 32 HMMA where a
-      // source has the form (the GEMMs; backward weight's A) at the same blocks per SM. The small
-      // tile does not: several of its kernels lost a block per SM with it.
+      // source has the form (the GEMMs, backward weight's A, the forward convolution's weights) at
+      // the same blocks per SM. The small tile does not: some of its kernels lost a block per SM.
       if (large)
         go(std::type_identity<GemmKernel<T, L, MA, MB, SmemKind::swizzled, MmaSyncWarpTile, ASource, BSource,
                                          Plant::none, MainLoop::barrier_first, true>>{});

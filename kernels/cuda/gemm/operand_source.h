@@ -124,11 +124,16 @@ struct MatrixSource {
   // that ptxas turns into a bare predicate on the copy instead of a byte count), and neither layout
   // needs the select of a safe address: a row or column past the end has its slot's pointer at
   // base, so p stays inside the matrix (moving < the K extent) and the copy reads nothing from it.
-  // Pointer slots only: the lab's versions that use it (v14, v15) have them, nothing else does.
+  // Pointer slots, and index slots of a Major::k operand (the forward convolution's weights):
+  // there the row's offset is still a multiply per tile, but the count is whole or nothing.
   __device__ int chunk_inside_k(const Slot& s, const Cursor& cur, const T*& p) const
-    requires kPointerSlots
+    requires(kPointerSlots || Mj == Major::k)
   {
-    if constexpr (Mj == Major::k) {
+    if constexpr (!kPointerSlots) {
+      const bool in = s.fixed < rows;
+      p = base + (in ? s.fixed * ld : 0) + cur.k;
+      return in ? kChunk : 0;
+    } else if constexpr (Mj == Major::k) {
       p = s.p + cur.k;
       return s.limit > 0 ? kChunk : 0;
     } else {
