@@ -12,7 +12,7 @@
 //       unpadded (ldmatrix reads 8 rows of one 16-byte column: 4-way bank conflicts)
 //   v6  + cp.async multistage: three stages in flight
 //   v7  + swizzle: 16-byte chunk j of row r stored at j ^ f(r): conflict-free with no padding
-//       (the product kernel, kernels/cuda/gemm_tc.h, 128x128 tile)
+//       (the product's 128x128 kernel until its copies skipped the K bound inside K: that is v14)
 //   v8  + split-K: the product launcher, which picks the tile and splits K when the output tiles
 //       cannot fill the GPU (thin, deep shapes), reducing the partials in a fixed order
 //   v9  128x256x32 tile with 64x64 warp tiles: more MMAs per copied chunk and per fragment load
@@ -22,7 +22,8 @@
 //       the barrier moves to the tile's last k step (block_tile.h, MainLoop::prefetch_fragments)
 //   v13 v12 with 64-deep K tiles and three stages (as much in flight, half the barriers per MMA)
 //   v14 v7 with inside-K copies: the main loop in two parts, the first (every K tile but a ragged
-//       last one) copying without the K bound (block_tile.h, GemmKernel's InsideK_)
+//       last one) copying without the K bound (block_tile.h, GemmKernel's InsideK_): the product's
+//       128x128 kernel since 2026-12-06
 //   v15 v12 with the same inside-K copies
 //   v16 cuBLASLt (GPU build): the baseline
 #include <cuda_fp16.h>
@@ -126,14 +127,14 @@ const std::vector<Version>& gemm_versions() {
       {4, "wmma-2stage", "+ two cp.async stages, rows padded by 16 bytes", false},
       {5, "mma.sync", "ldmatrix + mma.sync m16n8k16, one stage, unpadded", false},
       {6, "mma.sync-3stage", "+ three cp.async stages in flight", false},
-      {7, "mma.sync-swizzle", "+ XOR-swizzled tiles (the product kernel, 128x128)", false},
+      {7, "mma.sync-swizzle", "+ XOR-swizzled tiles (the product's 128x128 kernel before v14)", false},
       {8, "product", "+ tile choice and split-K by shape (seg::cuda::gemm_tc)", false},
       {9, "mma-128x256", "v7 with a 128x256x32 tile and 64x64 warp tiles (not yet the product's)", false},
       {10, "mma-128x256x64", "v9 with 64-deep K tiles: half the barriers per MMA", false},
       {11, "mma-4stage", "v7 with four cp.async stages (64 KiB of shared memory)", false},
       {12, "mma-prefetch", "v11 + next k step's fragments loaded before this one's MMAs, barrier at the last k step", false},
       {13, "mma-prefetch-bk64", "v12 with 64-deep K tiles, three stages: half the barriers per MMA", false},
-      {14, "mma-inside-k", "v7 + K tiles inside K copied without the K bound (a two-part main loop)", false},
+      {14, "mma-inside-k", "v7 + K tiles inside K copied without the K bound (the product's 128x128 kernel)", false},
       {15, "mma-prefetch-inside-k", "v12 + the same inside-K copies", false},
       {16, "cublaslt", "cuBLASLt (the baseline)", true},
   };
