@@ -179,10 +179,13 @@ def base_name(demangled):
 TC = re.compile(r"GemmKernel<([^,]+), seg::cuda::tc::TileShape<(\d+), (\d+), (\d+), (\d+), (\d+), (\d+)>, "
                 r"\(seg::cuda::tc::Major\)(\d), \(seg::cuda::tc::Major\)(\d), \(seg::cuda::tc::SmemKind\)(\d), "
                 r"seg::cuda::tc::(\w+), seg::cuda::tc::(\w+)<[^>]*>, seg::cuda::tc::(\w+)<[^>]*>, "
-                r"\(seg::cuda::tc::Plant\)(\d), \(seg::cuda::tc::MainLoop\)(\d)(?:, (true|false))?>")
+                r"\(seg::cuda::tc::Plant\)(\d), \(seg::cuda::tc::MainLoop\)(\d)(?:, (?:true|false))?>")
 ELEMENT = {"__half": ("f16", 2), "__nv_bfloat16": ("bf16", 2), "float": ("tf32", 4)}
 SMEM_KIND = {"0": "plain", "1": "padded", "2": "swizzled"}
 STAGE_PAD = {"MmaSyncWarpTile": 8, "WmmaWarpTile": 4}  # warp_tile.h, kStagePad (floats)
+# GemmKernel's last argument, InsideK_ (block_tile.h's two-part main loop), is matched but left out of
+# the label: it changes nothing where neither source has the inside form, and `diff` compares
+# kernels across it.
 
 
 def tc_kernel(demangled):
@@ -190,7 +193,7 @@ def tc_kernel(demangled):
     m = TC.search(demangled)
     if not m or not demangled.startswith("void seg::cuda::tc::gemm_tc_kernel<"):
         return None
-    elem, bm, bn, bk, warps_m, warps_n, stages, ma, mb, kind, warp, src_a, src_b, plant, loop, inside_k = m.groups()
+    elem, bm, bn, bk, warps_m, warps_n, stages, ma, mb, kind, warp, src_a, src_b, plant, loop = m.groups()
     bm, bn, bk, warps_m, warps_n, stages = map(int, (bm, bn, bk, warps_m, warps_n, stages))
     ename, size = ELEMENT[elem]
     chunk = 16 // size
@@ -212,9 +215,6 @@ def tc_kernel(demangled):
     label = f"{family} {ename} {bm}x{bn}x{bk} {stages}st {kind} A:{major[ma]} B:{major[mb]} {sources}"
     if loop != "0":  # block_tile.h, MainLoop: 1 = prefetch_fragments
         label += " prefetch"
-    # inside_k (block_tile.h, InsideK_: the two-part main loop) stays out of the label: it changes
-    # nothing where neither source has the inside form, and diff compares kernels across it.
-    del inside_k
     if plant != "0":
         label += f" plant {plant}"
     return label, threads, max(pipeline, epilogue)

@@ -173,12 +173,16 @@ struct GemmKernel {
     constexpr bool kTwoParts = InsideK_ && (LoaderA::kHasInsideK || LoaderB::kHasInsideK);
     using Inside = std::true_type;
     using General = std::false_type;
-    // Trips [0, first_end) issue a tile t = i + lead that is < min(tiles, the tiles inside K).
-    auto first_end = [&](int lead) {
-      if constexpr (!kTwoParts) return 0;
-      const int inside_tiles = p.K / BK - kt_begin, issued = inside_tiles < tiles ? inside_tiles : tiles;
-      const int end = issued - lead;
-      return end < 0 ? 0 : end;
+    // Runs trip(i, form) for i = 0 .. tiles-1, where trip i issues tile i + lead: with the inside
+    // form while that tile is < min(tiles, the tiles inside K), then with the general form.
+    auto run_trips = [&](int lead, auto trip) {
+      int split_at = 0;
+      if constexpr (kTwoParts) {
+        const int inside_tiles = p.K / BK - kt_begin, issued = inside_tiles < tiles ? inside_tiles : tiles;
+        split_at = issued - lead < 0 ? 0 : issued - lead;
+        for (int i = 0; i < split_at; ++i) trip(i, Inside{});
+      }
+      for (int i = split_at; i < tiles; ++i) trip(i, General{});
     };
 
     Warp w;
@@ -222,22 +226,16 @@ struct GemmKernel {
           w.mma(f[ks % 2]);
         }
       };
-      const int split_at = first_end(STAGES - 1);
-      if constexpr (kTwoParts)
-        for (int i = 0; i < split_at; ++i) trip(i, Inside{});
-      for (int i = split_at; i < tiles; ++i) trip(i, General{});
+      run_trips(STAGES - 1, trip);
     } else if constexpr (STAGES == 1) {
-      auto trip = [&](auto inside) {
+      auto trip = [&](int, auto inside) {
         issue(0, inside);
         seg::ptx::cp_async_wait_all();
         if constexpr (Plant_ != Plant::no_barrier_after_wait) __syncthreads();
         mma_stage<BK>(w, stage_a(0), stage_b(0), warp_m * Shape::WM, warp_n * Shape::WN, lane);
         __syncthreads();
       };
-      const int split_at = first_end(0);
-      if constexpr (kTwoParts)
-        for (int i = 0; i < split_at; ++i) trip(Inside{});
-      for (int i = split_at; i < tiles; ++i) trip(General{});
+      run_trips(0, trip);
     } else {
       for (int s = 0; s < STAGES - 1; ++s) {
         if (s < tiles) issue(s, General{});
@@ -252,10 +250,7 @@ struct GemmKernel {
         mma_stage<BK>(w, stage_a(i % STAGES), stage_b(i % STAGES), warp_m * Shape::WM, warp_n * Shape::WN, lane);
         if constexpr (Plant_ == Plant::no_barrier_after_wait) __syncthreads();  // keeps the stages' reuse safe
       };
-      const int split_at = first_end(STAGES - 1);
-      if constexpr (kTwoParts)
-        for (int i = 0; i < split_at; ++i) trip(i, Inside{});
-      for (int i = split_at; i < tiles; ++i) trip(i, General{});
+      run_trips(STAGES - 1, trip);
     }
     seg::ptx::cp_async_wait_all();
     __syncthreads();

@@ -106,8 +106,8 @@ struct TileLoader {
     for (int j = 0; j < kCursors; ++j) src.template advance<kDepth>(cursor[j]);
   }
 
-  // Whether the source has the inside-K form of chunk() (MatrixSource with pointer slots does; the
-  // convolutions' sources check K with one compare next to their image bounds).
+  // Whether the source has the inside-K form of chunk() (MatrixSource does, with pointer slots or as
+  // a Major::k operand; the im2col sources check K with one compare next to their image bounds).
   static constexpr bool kHasInsideK = requires(const Source& s, const Slot& sl, const Cursor& c, const T*& p) {
     s.chunk_inside_k(sl, c, p);
   };
