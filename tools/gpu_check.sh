@@ -10,9 +10,10 @@
 #      call (command, carry list, timeout).
 #   2. THERE, the one call:                          bash tools/gpu_check.sh
 #
-# Stages, in order, each with its own time limit (seconds); their limits sum to 540 s, so a 600 s
-# call ends with the table printed even if every stage runs out its limit, and a global budget
-# (--budget, 540) shortens or skips the later stages when the earlier ones ran long:
+# Stages, in order, each with its own time limit (seconds). Their limits sum to 625 s; a global
+# budget (--budget, 540) shortens or skips the later stages when the earlier ones ran long, so a
+# 600 s call ends with the table printed even if every stage runs out its limit (the first H200
+# call's stages took 310 s in all):
 #   probe               20  nvidia-smi, glibc, the carried binaries' libraries resolve, segtrain info
 #   allreduce           30  lab_allreduce 8 B..1 GiB: nccl-tests-style algbw/busbw, every element checked
 #   <gpu suites>       100  every ctest of label gpu (test_gpu, test_kernels_cuda_gpu, test_cuda_gpu...),
@@ -24,6 +25,9 @@
 #                           (channels_last; O0 f32, and torch.autocast f16 + GradScaler beside O2)
 #   lab_small           20  lab_tc on the shapes the simulator estimated (gpu-carry/lab_estimates.txt)
 #   lab_gemm            50  lab_tc gemm: square 4096, 8192 and a thin deep shape vs cuBLASLt
+#   ncu                 90  Nsight Compute on one launch each: GEMM v14 (the product's), cuBLASLt, v4,
+#                           v7 at 4096^3; the product's dilated 3x3 convolution, forward and backward
+#                           weight; tools/ncu_summary.py's table (tensor pipe, issue, stalls, conflicts)
 #   lab_conv_mobilenet  60  lab_tc conv --model mobilenet vs cuDNN (it ran out of 40 s on the first H200)
 #   lab_conv_resnet50   90  lab_tc conv --model resnet50 vs cuDNN (or more: all the budget left)
 # The lab runs with --reps 10 --warmup 3 --slow-cap 4: the SIMT versions (GEMM v1/v2, conv v1) only
@@ -224,6 +228,54 @@ lab_small() {  # every `# run:` line of the estimates file, on the GPU
 export lab_opts
 export -f lab lab_small
 
+# Hardware counters (Nsight Compute) on one launch of each kernel that decides the goals: the
+# product's GEMM (lab v14) beside cuBLASLt and two older versions, and the product's convolution
+# on ResNet50dilated's dilated 3x3 layer, forward and backward weight. The timings above say how
+# fast; these say why (tensor pipe busy, issue slots, stall reasons, bank conflicts):
+# tools/ncu_summary.py prints one line per kernel from the raw pages. The clocks are left alone
+# (--clock-control none: the device tool's METHOD.md). ncu reads no counters on some machines (gVisor:
+# "LibraryNotLoaded"); the stage then fails with that line and the other stages are unaffected.
+ncu_profile() {  # ncu_profile TAG KERNEL_REGEX FLOP LAB_TC_ARGS...: one launch into ncu_TAG.csv
+  local tag=$1 filter=$2 flop=$3 ncu
+  shift 3
+  ncu=$(command -v ncu || find /usr/local/cuda/bin /opt/nvidia/nsight-compute -maxdepth 2 -name ncu -type f 2>/dev/null | head -1)
+  [ -n "$ncu" ] || { echo "ncu: not found (PATH, /usr/local/cuda/bin, /opt/nvidia/nsight-compute)"; return 1; }
+  local kernel=() rep="$logs/../ncu_reports/ncu_$tag"
+  [ -n "$filter" ] && kernel=(-k "regex:$filter")
+  mkdir -p "$logs/../ncu_reports"
+  echo "### ncu $tag: lab_tc $* (first launch${filter:+ matching $filter})"
+  "$ncu" --clock-control none --target-processes all "${kernel[@]}" -c 1 \
+    --section SpeedOfLight --section LaunchStats --section Occupancy --section SchedulerStats \
+    --section WarpStateStats --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis_Tables \
+    -f -o "$rep" env LD_LIBRARY_PATH="$ours_ld" ${cudnn_lib:+SEG_CUDNN_LIBRARY="$cudnn_lib"} \
+    SEG_CONV_ALGO=no-winograd "$bin_dir/lab_tc" "$@" --reps 1 --warmup 0 --no-cold | grep -E "^==|^  v[0-9]+ " || true
+  [ -f "$rep.ncu-rep" ] || { echo "ncu $tag: no report written"; return 1; }
+  "$ncu" --import "$rep.ncu-rep" --page raw --csv >"$logs/ncu_$tag.csv" || return 1
+  "$ncu" --import "$rep.ncu-rep" --page details >"$logs/ncu_${tag}_details.txt" 2>&1 || true
+  echo "$logs/ncu_$tag.csv@$flop" >>"$logs/ncu_list.txt"
+}
+ncu_stage() {
+  local rc=0 gemm=137438953472 conv=38654705664  # 2*4096^3; 2*8*64*64*256*256*9
+  : >"$logs/ncu_list.txt"
+  ncu_profile gemm_v14 gemm_tc_kernel "$gemm" gemm 14 --size 4096 4096 4096 || rc=1
+  ncu_profile gemm_cublaslt "" "$gemm" gemm 16 --size 4096 4096 4096 || rc=1
+  ncu_profile gemm_v4 gemm_tc_kernel "$gemm" gemm 4 --size 4096 4096 4096 || rc=1
+  ncu_profile gemm_v7 gemm_tc_kernel "$gemm" gemm 7 --size 4096 4096 4096 || rc=1
+  ncu_profile conv_fwd_dil2 gemm_tc_kernel "$conv" conv 3 --model resnet50 --layer "3x3 256->256 dil 2" --dir fwd || rc=1
+  ncu_profile conv_bwdw_dil2 gemm_tc_kernel "$conv" conv 3 --model resnet50 --layer "3x3 256->256 dil 2" --dir bwd-weight || rc=1
+  ncu_table || rc=1
+  return "$rc"
+}
+ncu_table() {  # the summary of what was profiled (also run by the report: a stage cut short keeps its files)
+  if [ ! -s "$logs/ncu_list.txt" ]; then
+    echo "ncu: nothing profiled: $(grep -h -m1 "==ERROR==" "$logs/ncu.log" 2>/dev/null || echo "see ncu.log")"
+    return 1
+  fi
+  # shellcheck disable=SC2046
+  python3 "$root/tools/ncu_summary.py" $(cat "$logs/ncu_list.txt")
+}
+export -f ncu_profile ncu_stage ncu_table
+
 # The stages.
 if [ $dry = 1 ]; then
   # The probe's library and start-up checks run for real (no GPU needed), nvidia-smi does not.
@@ -257,6 +309,7 @@ else
   stage torch 45 torch_steps
   stage lab_small 20 lab_small
   stage lab_gemm 50 lab gemm
+  stage ncu 90 ncu_stage
   stage lab_conv_mobilenet 60 lab conv --model mobilenet
   # the last stage: 90 s, or all that the budget has left
   l=$(left)
@@ -284,6 +337,8 @@ result_of() {
                                   big && / ms warm / && $2 != "cublaslt" { tf[$1] = $9; if ($9 + 0 > best + 0) { best = $9; bv = $1 } }
                                   big && / reaches / { pct[$1] = $3 }
                                   END { if (tf["v8"] != "") printf "8192^3: v8 %s TFLOP/s (%s), best %s %s (%s) of cuBLASLt", tf["v8"], pct["v8"], bv, best, pct[bv] }' ;;
+    # The product's GEMM from the ncu table: its speed under the profiler, the tensor pipe, issue and the top stall.
+    ncu) log ncu | awk '$1 == "gemm_v14" { sub(/,$/, "", $12); printf "v14: %s TFLOP/s, tensor pipe %s%%, issue %s%%, cpi %s, top stall %s %s", $3, $4, $5, $8, $11, $12 }' ;;
     lab_conv_*) log "$n" | awk '/own reaches/ { printf "%s%s %s", sep, $1, $(NF - 3); sep = ", " } END { if (sep) printf " of cuDNN" }' ;;
     *) log "$n" | grep -E "^\[doctest\] test cases:" | tail -1 | sed 's/^\[doctest\] //' ;;
   esac
@@ -358,6 +413,11 @@ join_estimates
     echo
     echo "all-reduce (lab_allreduce, nccl-tests' columns):"
     log allreduce | grep -E "^#|^ +[0-9]+ " | awk 'NR <= 5 || /^#/ || $1 >= 1048576' | sed 's/^/  /'
+    if [ -s "$logs/ncu_list.txt" ]; then
+      echo
+      echo "Nsight Compute, one launch each (tools/ncu_summary.py: its --help says what each column means):"
+      ncu_table 2>&1 | sed 's/^/  /'
+    fi
   fi
   echo
   table
