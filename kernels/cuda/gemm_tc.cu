@@ -24,6 +24,24 @@ const char* tc_family_name(TcFamily f) {
 
 bool conv2d_tc_preferred(const ConvShape& s) { return s.groups == 1 || (s.Cg() >= 4 && s.Og() >= 4); }
 
+int split_k_auto(int64_t tiles, int64_t K, int sms, int warps) {
+  if (tiles <= 0 || sms <= 0 || warps <= 0) return 1;
+  const int64_t want = (static_cast<int64_t>(sms) * kSplitWarpsPerSm + warps - 1) / warps;  // blocks
+  if (4 * tiles >= 3 * want) return 1;
+  const int64_t most = std::min<int64_t>(kSplitMax, K / kSplitMinDepth);
+  if (most < 2) return 1;
+  const int64_t first = std::clamp<int64_t>((want + tiles - 1) / tiles, 2, most);
+  // Evenness: the blocks over whole rounds of one block per SM; 1.0 when tiles * s is a multiple of sms.
+  auto evenness = [&](int64_t s) {
+    const int64_t blocks = tiles * s, rounds = (blocks + sms - 1) / sms;
+    return static_cast<double>(blocks) / static_cast<double>(rounds * sms);
+  };
+  int64_t best = first;
+  for (int64_t s = first + 1; s <= std::min<int64_t>(most, 2 * first); ++s)
+    if (evenness(s) > evenness(best) + 1e-9) best = s;
+  return static_cast<int>(best);
+}
+
 namespace tc {
 
 int device_sm_count() {
@@ -52,21 +70,16 @@ bool use_large_tile(TcTile requested, int64_t M, int64_t N, int groups) {
   return tiles >= device_sm_count();
 }
 
-SplitPlan plan_split_k(int64_t M, int64_t N, int64_t K, int groups, int BM, int BN, int BK, int requested,
+SplitPlan plan_split_k(int64_t M, int64_t N, int64_t K, int groups, int BM, int BN, int BK, int warps, int requested,
                        size_t available) {
   SplitPlan plan;
   plan.k_tiles = static_cast<int>((K + BK - 1) / BK);
   plan.per_split = plan.k_tiles;
   if (plan.k_tiles <= 1) return plan;
-  int64_t s = 1;
-  if (requested >= 1) {
-    s = requested;
-  } else {
-    // Split only when the output tiles leave most SMs idle, and keep >= 4 K tiles per split so the
-    // pipeline fills; at most 32 partial sums per element.
+  int64_t s = requested;
+  if (requested < 1) {
     const int64_t tiles = ((M + BM - 1) / BM) * ((N + BN - 1) / BN) * groups;
-    const int64_t sms = device_sm_count();
-    if (2 * tiles < sms) s = std::min<int64_t>({(sms + tiles - 1) / tiles, plan.k_tiles / 4, 32});
+    s = split_k_auto(tiles, K, device_sm_count(), warps);
   }
   s = std::clamp<int64_t>(s, 1, plan.k_tiles);
   const size_t per_partial = static_cast<size_t>(groups) * static_cast<size_t>(M) * static_cast<size_t>(N) * 4;

@@ -17,10 +17,11 @@
 //             the same block tiles (K tile 16 for TF32). The only family for float.
 //   automatic mma_sync for f16/bf16, wmma for float.
 // Tile: automatic takes 128x128 when it gives at least one block per SM, else 64x64.
-// Split-K (TcOptions::split_k; 0 = by shape): when the output has too few tiles to fill the GPU
-// and K is deep (backward-weight shapes), K is cut into S ranges whose f32 partial sums go to the
-// workspace and are added in the fixed order 0..S-1 by a second kernel: deterministic, no atomics.
-// It needs gemm_tc_workspace_bytes() bytes of workspace; with less (or none) fewer splits are used.
+// Split-K (TcOptions::split_k; 0 = by shape, split_k_auto below): when the output has too few
+// tiles to keep the GPU's schedulers busy and K is deep (backward-weight shapes), K is cut into S
+// ranges whose f32 partial sums go to the workspace and are added in the fixed order 0..S-1 by a
+// second kernel: deterministic, no atomics. It needs gemm_tc_workspace_bytes() bytes of workspace;
+// with less (or none) fewer splits are used. The convolutions (conv2d_tc.h) use the same rule.
 //
 // Alignment: the 16-byte cp.async path needs A and B 16-byte aligned with lda, ldb multiples of
 // 8 elements (4 for float); otherwise that operand is copied element by element (slower, same
@@ -73,6 +74,22 @@ size_t gemm_tc_workspace_bytes(int64_t M, int64_t N, int64_t K, const TcOptions&
 // The number of K splits gemm_tc would use with enough workspace (for tests, the lab and docs).
 template <class T>
 int gemm_tc_splits(int64_t M, int64_t N, int64_t K, const TcOptions& options);
+
+// The split count of split_k = 0 for `tiles` output tiles (all groups) of blocks of `warps` warps
+// over a reduction `K` deep, on `sms` SMs:
+//   1  when the tiles alone give 3/4 of kSplitWarpsPerSm warps per SM or more, or when K is too
+//      shallow (under kSplitMinDepth per split, so under 2 splits);
+//   else at least enough splits for kSplitWarpsPerSm warps per SM; of the counts from there to
+//      twice that, the one that spreads the blocks most evenly over the SMs (tiles * S nearest
+//      below a multiple of sms), the smallest of equals; at most kSplitMax and K / kSplitMinDepth.
+// Why (docs/tensor-cores.md, "Split-K by warps per SM"): the backward-weight GEMMs have few output
+// tiles (the weights) and a deep K (the pixels). The rule before 2026-12-07 split them to about
+// one block per SM (4-8 warps: one or two per scheduler to hide every barrier, ldmatrix and global
+// load), and left 144 or 160 blocks for 132 SMs, two rounds with the second nearly empty.
+inline constexpr int kSplitWarpsPerSm = 16;  // 4 per scheduler: the 128x128 GEMMs at 2 blocks per SM
+inline constexpr int kSplitMinDepth = 1024;  // K per split: the partial sums' traffic stays small
+inline constexpr int kSplitMax = 32;         // partial sums per output element
+int split_k_auto(int64_t tiles, int64_t K, int sms, int warps);
 
 const char* tc_family_name(TcFamily f);
 

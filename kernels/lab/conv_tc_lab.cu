@@ -6,8 +6,16 @@
 //       loader, ldmatrix + mma.sync, 128x128x32 tile, one stage, unpadded tiles
 //   v3  the product (kernels/cuda/conv2d_tc.h): three cp.async stages, swizzled tiles, tile choice
 //       and (backward weight) split-K over the pixels by shape
-//   v4  cuDNN (GPU build): the baseline
+//   v4  v3 with backward weight's split count chosen as before 2026-12-07 (about one block per SM;
+//       seg::cuda::split_k_auto has the rule since): the A/B of that change on the GPU. Only backward
+//       weight, and only where the two rules differ; elsewhere it is v3 and is not run again
+//   v5  cuDNN (GPU build): the baseline
 #include <cuda_fp16.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <string>
 
 #include "kernels/cuda/conv2d_tc.h"
 #include "kernels/cuda/engine.h"
@@ -89,6 +97,23 @@ void run_one_stage(const G& g, seg::cuda::Stream stream) {
   launch_gemm<Kernel>(q, g.groups, 1, seg::cuda::TcWorkspace{}, stream);
 }
 
+// The automatic split count of backward weight before 2026-12-07: split only when the output
+// tiles leave most SMs idle (fewer than half the SMs), to about one block per SM, at least 4 K tiles
+// per split, at most 32.
+int splits_before_2026_12_07(const ConvShape& s) {
+  const ConvDims d = conv_dims(s, "lab v4");
+  const int64_t M = d.Og, N = static_cast<int64_t>(d.taps) * d.Cg;
+  using L = Tiles<__half>::Large;
+  using S = Tiles<__half>::Small;
+  const bool large = use_large_tile(seg::cuda::TcTile::automatic, M, N, d.groups);
+  const int BM = large ? L::BM : S::BM, BN = large ? L::BN : S::BN, BK = large ? L::BK : S::BK;
+  const int64_t tiles = ((M + BM - 1) / BM) * ((N + BN - 1) / BN) * d.groups, k_tiles = (d.P + BK - 1) / BK;
+  const int64_t sms = device_sm_count();
+  int64_t splits = 1;
+  if (2 * tiles < sms) splits = std::min<int64_t>({(sms + tiles - 1) / tiles, k_tiles / 4, 32});
+  return static_cast<int>(std::clamp<int64_t>(splits, 1, k_tiles));
+}
+
 }  // namespace
 
 const char* conv_dir_name(ConvDir d) {
@@ -100,7 +125,8 @@ const std::vector<Version>& conv_versions() {
       {1, "naive", "one thread per output element, the definition's loop nest (SIMT)", false},
       {2, "igemm-1stage", "implicit GEMM, ldmatrix + mma.sync, 128x128x32, one stage, unpadded", false},
       {3, "product", "+ 3 cp.async stages, swizzle, tile and split-K by shape (conv2d_tc.h)", false},
-      {4, "cudnn", "cuDNN (the baseline)", true},
+      {4, "product-old-split", "v3 with backward weight split as before 2026-12-07 (about 1 block per SM)", false},
+      {5, "cudnn", "cuDNN (the baseline)", true},
   };
   return v;
 }
@@ -113,7 +139,32 @@ size_t conv_workspace_bytes(const ConvShape& s) {
   return own > lib ? own : lib;
 }
 
-bool run_conv_version(int id, const ConvProblem& p, seg::cuda::Stream stream) {
+std::string conv_plan(const ConvShape& s, ConvDir d) {
+  const ConvDims dims = conv_dims(s, "lab_tc conv --plan");
+  const int64_t taps = dims.taps;
+  // The GEMM of each direction: M x N output, K deep (conv2d_tc_impl.h).
+  const int64_t M = d == ConvDir::forward ? dims.P : d == ConvDir::backward_data ? dims.NHW : dims.Og;
+  const int64_t N = d == ConvDir::forward ? dims.Og : d == ConvDir::backward_data ? dims.Cg : taps * dims.Cg;
+  const int64_t K = d == ConvDir::forward ? taps * dims.Cg : d == ConvDir::backward_data ? taps * dims.Og : dims.P;
+  const bool large = use_large_tile(seg::cuda::TcTile::automatic, M, N, dims.groups);
+  const int B = large ? 128 : 64;
+  const int64_t tiles = ((M + B - 1) / B) * ((N + B - 1) / B) * dims.groups;
+  char line[256];
+  if (d != ConvDir::backward_weight) {
+    std::snprintf(line, sizeof line, "GEMM %lld x %lld x %lld, tile %dx%d, %lld blocks, no split", (long long)M,
+                  (long long)N, (long long)K, B, B, (long long)tiles);
+    return line;
+  }
+  const int now = conv_backward_weight_plan<seg::f16>(dims, {}, SIZE_MAX).splits, before = splits_before_2026_12_07(s);
+  std::snprintf(line, sizeof line,
+                "GEMM %lld x %lld x %lld, tile %dx%d, %lld tiles x %d splits = %lld blocks (v4, the rule before: %d "
+                "splits = %lld blocks)",
+                (long long)M, (long long)N, (long long)K, B, B, (long long)tiles, now, (long long)(tiles * now), before,
+                (long long)(tiles * before));
+  return line;
+}
+
+int run_conv_version(int id, const ConvProblem& p, seg::cuda::Stream stream) {
   seg::cuda::ConvTcArgs args;
   args.workspace = seg::cuda::TcWorkspace{p.workspace, p.workspace_bytes};
   const ConvShape& s = p.s;
@@ -142,7 +193,16 @@ bool run_conv_version(int id, const ConvProblem& p, seg::cuda::Stream stream) {
       else
         seg::cuda::conv2d_backward_weight_tc<seg::f16>(s, p.x, p.dy, p.out, nullptr, stream, args);
       return true;
-    case 4:
+    case 4: {
+      if (p.dir != ConvDir::backward_weight) return kSameAsProduct;
+      const int before = splits_before_2026_12_07(s);
+      if (before == conv_backward_weight_plan<seg::f16>(conv_dims(s, "lab v4"), {}, SIZE_MAX).splits)
+        return kSameAsProduct;
+      args.options.split_k = before;
+      seg::cuda::conv2d_backward_weight_tc<seg::f16>(s, p.x, p.dy, p.out, nullptr, stream, args);
+      return true;
+    }
+    case 5:
       if (!seg::cuda::engine_available(seg::cuda::Engine::cudnn)) return false;
       if (p.dir == ConvDir::forward)
         seg::cuda::conv2d_forward_cudnn<seg::f16>(s, p.x, p.w, nullptr, p.out, stream, args);

@@ -11,8 +11,10 @@
 //      simulated build, the simulator's counters and its H200 roofline estimate instead of times.
 //
 //   lab_tc gemm [version] [--size M N K] [--shapes ci|square]           (default: ci in the simulator, square on a GPU)
-//   lab_tc conv [version] [--model mobilenet|resnet50|ci] [--dir fwd|bwd-data|bwd-weight] [--layer TEXT]
+//   lab_tc conv [version] [--model mobilenet|resnet50|ci|split] [--dir fwd|bwd-data|bwd-weight] [--layer TEXT]
 //   common: [--reps R] [--warmup W] [--no-cold] [--emit-auto-table] [--slow-cap GFLOP]
+//   conv --plan: print how the product would launch each layer and direction (tile, blocks, split
+//   count; v4's count beside it) on this device (132 SMs in the simulator) and run nothing
 // --slow-cap G: the SIMT versions (GEMM v1 naive and v2 shared-memory tiling, conv v1 naive) run
 // only on shapes of at most G GFLOP; above it they are neither validated nor timed and their row
 // says so. On a GPU they are 10-100x slower than the tensor-core versions, and timing them warm
@@ -110,7 +112,7 @@ Check compare(const std::vector<G>& got, const std::vector<float>& want, double 
 struct Options {
   int version = 0;
   int reps = 20, warmup = 5;
-  bool cold = true, emit_auto = false;
+  bool cold = true, emit_auto = false, plan = false;
   double slow_cap_gflop = -1;  // --slow-cap; negative: no cap
   std::string shapes, model, dir, layer;
   std::vector<int> size;
@@ -225,7 +227,12 @@ void bench_shape(const Options& o, const std::vector<lab::Version>& versions, in
     }
     out.poison();
     reset_counters();
-    if (!run(v.id)) {
+    const int ran = run(v.id);  // bool for the GEMM versions; 1, 0 or lab::kSameAsProduct for the convolutions
+    if (ran == lab::kSameAsProduct) {
+      std::printf("  v%d %-18s the product's kernel and plan here (not run again)\n", v.id, v.name);
+      continue;
+    }
+    if (!ran) {
       std::printf("  v%d %-18s not in this build\n", v.id, v.name);
       continue;
     }
@@ -366,6 +373,13 @@ const Layer kCi[] = {
     {"1x1 32->150", 1, 1, 6, 32, 150, 1, 1, 0, 1},
 };
 
+// One layer whose backward weight the product splits differently from v4 (the rule before
+// 2026-12-07) in the simulator: 2048 pixels deep, one output tile. So v4 runs in CI (ctest
+// lab_tc_sim_conv_split), not only on a GPU.
+const Layer kSplit[] = {
+    {"1x1 8->16, 2048 pixels (split-K)", 1, 2, 32, 8, 16, 1, 1, 0, 1},
+};
+
 ConvShape shape_of(const Layer& l) {
   ConvShape s;
   s.N = l.N;
@@ -401,7 +415,12 @@ void run_conv(const Options& o) {
   std::vector<Layer> layers;
   if (model == "resnet50") layers.assign(std::begin(kResNet50), std::end(kResNet50));
   else if (model == "mobilenet") layers.assign(std::begin(kMobileNetV2), std::end(kMobileNetV2));
-  else layers.assign(std::begin(kCi), std::end(kCi));
+  else if (model == "split") layers.assign(std::begin(kSplit), std::end(kSplit));
+  else if (model == "ci") layers.assign(std::begin(kCi), std::end(kCi));
+  else {
+    std::fprintf(stderr, "lab_tc: unknown --model '%s': choose ci, mobilenet, resnet50 or split\n", model.c_str());
+    std::exit(2);
+  }
   std::vector<ConvDir> dirs = {ConvDir::forward, ConvDir::backward_data, ConvDir::backward_weight};
   if (!o.dir.empty()) {
     dirs.clear();
@@ -415,6 +434,11 @@ void run_conv(const Options& o) {
   for (const Layer& l : layers) {
     if (!o.layer.empty() && std::string(l.name).find(o.layer) == std::string::npos) continue;
     const ConvShape s = shape_of(l);
+    if (o.plan) {  // how the product would launch each direction; nothing is run
+      for (ConvDir d : dirs)
+        std::printf("%s x%d  %s: %s\n", l.name, l.count, lab::conv_dir_name(d), lab::conv_plan(s, d).c_str());
+      continue;
+    }
     const auto x = integers(static_cast<size_t>(s.x_numel()), 3), w = integers(static_cast<size_t>(s.w_numel()), 4),
                dy = integers(static_cast<size_t>(s.y_numel()), 5);
     const auto xf = to_float(x), wf = to_float(w), dyf = to_float(dy);
@@ -440,7 +464,7 @@ void run_conv(const Options& o) {
       double own = 0, lib = 0;
       for (const Row& r : rows) {
         if (r.version == 3) own = r.warm_ms;
-        if (r.version == 4) lib = r.warm_ms;
+        if (r.version == 5) lib = r.warm_ms;
       }
       own_total[static_cast<int>(d)] += own * l.count;
       lib_total[static_cast<int>(d)] += lib * l.count;
@@ -455,7 +479,7 @@ void run_conv(const Options& o) {
     }
   }
   if (!kSimulated) {
-    std::printf("model total (each layer times its count), own product kernel (v3) vs cuDNN (v4):\n");
+    std::printf("model total (each layer times its count), own product kernel (v3) vs cuDNN (v5):\n");
     for (int d = 0; d < 3; ++d)
       if (own_total[d] > 0)
         std::printf("  %-10s own %8.3f ms  cuDNN %8.3f ms  own reaches %.0f%% of cuDNN's speed\n",
@@ -471,7 +495,8 @@ void run_conv(const Options& o) {
 [[noreturn]] void usage() {
   std::fprintf(stderr,
                "usage: lab_tc gemm [version] [--size M N K] [--shapes ci|square]\n"
-               "       lab_tc conv [version] [--model ci|mobilenet|resnet50] [--dir fwd|bwd-data|bwd-weight] [--layer TEXT]\n"
+               "       lab_tc conv [version] [--model ci|mobilenet|resnet50|split] [--dir fwd|bwd-data|bwd-weight] [--layer TEXT]\n"
+               "                   [--plan]  (print the product's launch plan per layer; run nothing)\n"
                "       common: [--reps R] [--warmup W] [--no-cold] [--emit-auto-table] [--slow-cap GFLOP]\n");
   std::exit(2);
 }
@@ -492,6 +517,7 @@ int main(int argc, char** argv) {
     else if (a == "--warmup") o.warmup = std::atoi(next().c_str());
     else if (a == "--no-cold") o.cold = false;
     else if (a == "--emit-auto-table") o.emit_auto = true;
+    else if (a == "--plan") o.plan = true;
     else if (a == "--slow-cap") {
       const std::string v = next();
       char* end = nullptr;

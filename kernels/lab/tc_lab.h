@@ -55,8 +55,14 @@ struct ConvProblem {
 };
 
 const std::vector<Version>& conv_versions();
-bool run_conv_version(int id, const ConvProblem& p, seg::cuda::Stream stream);
+// Runs version `id` (launches only): 1 ran, 0 this build lacks it, kSameAsProduct it would run the
+// product's (v3's) kernel with the same plan on this problem, so it is not run (or timed) again.
+inline constexpr int kSameAsProduct = -1;
+int run_conv_version(int id, const ConvProblem& p, seg::cuda::Stream stream);
 size_t conv_workspace_bytes(const ConvShape& s);
+// How the product (v3) would launch this problem, without running it: the tile, the output tiles
+// and the split count (backward weight), with v4's count beside it (lab_tc conv --plan).
+std::string conv_plan(const ConvShape& s, ConvDir d);
 // What the library version of the last call chose (cuDNN's algorithm, its workspace and how it was
 // found), emptied by reading; "" when nothing is known (cuBLASLt, simulated builds).
 std::string take_library_note();

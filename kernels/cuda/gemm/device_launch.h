@@ -68,8 +68,9 @@ struct SplitPlan {
   int k_tiles = 0, splits = 1, per_split = 0;
   size_t bytes = 0;  // workspace for the partial sums
 };
-// requested: TcOptions::split_k. available: workspace bytes (SIZE_MAX: plan as if unlimited).
-SplitPlan plan_split_k(int64_t M, int64_t N, int64_t K, int groups, int BM, int BN, int BK, int requested,
+// requested: TcOptions::split_k (0: split_k_auto, gemm_tc.h). available: workspace bytes (SIZE_MAX:
+// plan as if unlimited). warps: warps per block of the tile.
+SplitPlan plan_split_k(int64_t M, int64_t N, int64_t K, int groups, int BM, int BN, int BK, int warps, int requested,
                        size_t available);
 
 // Raises the dynamic shared-memory limit of the kernel once per device when it needs > 48 KiB.
@@ -91,8 +92,8 @@ void allow_smem(const void* kernel_function) {
 // Launches Kernel (and the split-K reduction) for p, whose a, b, M, N, K, vec_*, ep are set.
 template <class Kernel>
 void launch_gemm(typename Kernel::Params p, int groups, int requested_splits, TcWorkspace ws, Stream stream) {
-  const SplitPlan plan = plan_split_k(p.M, p.N, p.K, groups, Kernel::BM, Kernel::BN, Kernel::BK, requested_splits,
-                                      ws.data ? ws.bytes : 0);
+  const SplitPlan plan = plan_split_k(p.M, p.N, p.K, groups, Kernel::BM, Kernel::BN, Kernel::BK, Kernel::THREADS / 32,
+                                      requested_splits, ws.data ? ws.bytes : 0);
   p.k_tiles = plan.k_tiles;
   p.splits = plan.splits;
   p.k_tiles_per_split = plan.per_split;

@@ -78,8 +78,8 @@ SplitPlan gemm_tc_plan(int64_t M, int64_t N, int64_t K, const TcOptions& o, int 
   const bool large = use_large_tile(o.tile, M, N, groups);
   using L = typename Tiles<DT>::Large;
   using S = typename Tiles<DT>::Small;
-  return large ? plan_split_k(M, N, K, groups, L::BM, L::BN, L::BK, o.split_k, available)
-               : plan_split_k(M, N, K, groups, S::BM, S::BN, S::BK, o.split_k, available);
+  return large ? plan_split_k(M, N, K, groups, L::BM, L::BN, L::BK, L::THREADS / 32, o.split_k, available)
+               : plan_split_k(M, N, K, groups, S::BM, S::BN, S::BK, S::THREADS / 32, o.split_k, available);
 }
 
 }  // namespace seg::cuda::tc

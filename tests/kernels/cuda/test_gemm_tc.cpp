@@ -6,6 +6,7 @@
 // Tolerances: tc_test_util.h (0 for integer-valued inputs).
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -210,9 +211,12 @@ TEST_CASE("gemm_tc: split-K adds the partial sums in a fixed order") {
     check_gemm<bf16, bf16>(c, TcOptions{TcFamily::mma_sync, TcTile::large, s}, seg::test::cuda_config_rr());
     check_gemm<float, float>(c, TcOptions{TcFamily::wmma, TcTile::small, s}, seg::test::cuda_config_rr());
   }
-  // split_k = 0 chooses by shape: this shape leaves the simulated 132 SMs idle, so it splits.
-  CHECK(seg::cuda::gemm_tc_splits<f16>(48, 40, 1270, TcOptions{}) > 1);
-  CHECK(seg::cuda::gemm_tc_splits<f16>(2048, 2048, 1270, TcOptions{}) == 1);
+  // split_k = 0 chooses by shape (split_k_auto, the test case below): one 64x64 tile leaves the
+  // simulated 132 SMs idle, so with a K of a backward weight's depth it splits; 1270 is too shallow
+  // (under two splits of kSplitMinDepth); 2048^2 has enough tiles.
+  CHECK(seg::cuda::gemm_tc_splits<f16>(48, 40, 32768, TcOptions{}) == 32);
+  CHECK(seg::cuda::gemm_tc_splits<f16>(48, 40, 1270, TcOptions{}) == 1);
+  CHECK(seg::cuda::gemm_tc_splits<f16>(2048, 2048, 32768, TcOptions{}) == 1);
   check_gemm<f16, f16>(c, TcOptions{}, seg::test::cuda_config_rr());
 
   // The same inputs give the same bits on every run and under every schedule.
@@ -237,12 +241,60 @@ TEST_CASE("gemm_tc: split-K adds the partial sums in a fixed order") {
   }
 }
 
+TEST_CASE("split_k_auto: enough warps per SM, spread evenly, within the depth") {
+  using seg::cuda::split_k_auto;
+  // The backward-weight GEMMs of ResNet50dilated at 512x512, batch 8 (K = 32768 pixels), on 132 SMs
+  // (docs/tensor-cores.md, "Split-K by warps per SM"). Large tile: 8 warps a block, small: 4.
+  CHECK(split_k_auto(144, 32768, 132, 8) == 4);   // 3x3 512->512, 128x128: 576 blocks (rule before: 1)
+  CHECK(split_k_auto(144, 32768, 132, 4) == 8);   // 3x3 256->256, 64x64: 1152 blocks (before: 1)
+  CHECK(split_k_auto(32, 32768, 132, 4) == 20);   // 1x1 512->256: 640 blocks, 5 per SM (before: 5)
+  CHECK(split_k_auto(512, 32768, 132, 4) == 1);   // 1x1 1024->2048: 512 blocks are 3/4 of 528 or more
+  CHECK(split_k_auto(2, 131072, 132, 4) == 32);   // at most kSplitMax
+  CHECK(split_k_auto(9, 4096, 132, 4) == 4);      // at most K / kSplitMinDepth
+  CHECK(split_k_auto(9, 2047, 132, 4) == 1);      // under two splits deep: none
+  CHECK(split_k_auto(0, 32768, 132, 4) == 1);
+  // Over a sweep, the rule's promises: within [1, kSplitMax] and K / kSplitMinDepth; no split when
+  // the tiles give 3/4 of the warps; otherwise the warps are reached unless the depth caps it, and
+  // no count in the searched range spreads the blocks more evenly.
+  for (const int sms : {1, 7, 108, 132})
+    for (const int warps : {4, 8})
+      for (int64_t tiles = 1; tiles <= 700; tiles += (tiles < 40 ? 1 : 13))
+        for (const int64_t K : {int64_t{1000}, int64_t{3000}, int64_t{40000}}) {
+          const int s = split_k_auto(tiles, K, sms, warps);
+          CAPTURE(sms);
+          CAPTURE(warps);
+          CAPTURE(tiles);
+          CAPTURE(K);
+          const int64_t want = (int64_t{sms} * seg::cuda::kSplitWarpsPerSm + warps - 1) / warps;
+          const int64_t most = std::min<int64_t>(seg::cuda::kSplitMax, K / seg::cuda::kSplitMinDepth);
+          REQUIRE(s >= 1);
+          if (s > 1) REQUIRE(s <= most);
+          if (4 * tiles >= 3 * want || most < 2) {
+            REQUIRE(s == 1);
+            continue;
+          }
+          REQUIRE((tiles * s >= want || s == most));
+          // The searched range: from the fewest splits that reach the warps (at least 2) to twice that.
+          const int64_t first = std::clamp<int64_t>((want + tiles - 1) / tiles, 2, most);
+          REQUIRE(s >= first);
+          REQUIRE(s <= std::min<int64_t>(most, 2 * first));
+          const auto evenness = [&](int64_t c) {
+            return static_cast<double>(tiles * c) / static_cast<double>((tiles * c + sms - 1) / sms * sms);
+          };
+          for (int64_t c = first; c <= std::min<int64_t>(most, 2 * first); ++c) {
+            REQUIRE(evenness(c) <= evenness(s) + 1e-9);
+            if (c < s) REQUIRE(evenness(c) < evenness(s) - 1e-9);  // the smallest of equals
+          }
+        }
+}
+
 TEST_CASE("gemm_tc: without workspace it does not split, and gives the same results") {
-  Case c{48, 40, 600, true, false};
+  // K = 4096: deep enough for split_k_auto to want 4 splits of one 64x64 tile.
+  Case c{48, 40, 4096, true, false};
   seg::test::DeviceBuffer<f16> dummy(1);
   check_gemm<f16, float>(c, TcOptions{TcFamily::mma_sync, TcTile::small, 0}, seg::test::cuda_config_rr());
-  CHECK(seg::cuda::gemm_tc_workspace_bytes<f16>(48, 40, 600, TcOptions{}) ==
-        static_cast<size_t>(seg::cuda::gemm_tc_splits<f16>(48, 40, 600, TcOptions{})) * 48 * 40 * 4);
+  CHECK(seg::cuda::gemm_tc_splits<f16>(48, 40, 4096, TcOptions{}) == 4);
+  CHECK(seg::cuda::gemm_tc_workspace_bytes<f16>(48, 40, 4096, TcOptions{}) == size_t{4} * 48 * 40 * 4);
 }
 
 TEST_CASE("gemm_tc: bad arguments are clear errors") {
