@@ -27,7 +27,8 @@
 #   lab_gemm            50  lab_tc gemm: square 4096, 8192 and a thin deep shape vs cuBLASLt
 #   ncu                 90  Nsight Compute on one launch each: GEMM v14 (the product's), cuBLASLt, v4,
 #                           v7 at 4096^3; the product's dilated 3x3 convolution, forward and backward
-#                           weight; tools/ncu_summary.py's table (tensor pipe, issue, stalls, conflicts)
+#                           weight (and backward weight split the old way, conv v4);
+#                           tools/ncu_summary.py's table (tensor pipe, issue, stalls, conflicts)
 #   lab_conv_mobilenet  60  lab_tc conv --model mobilenet vs cuDNN (it ran out of 40 s on the first H200)
 #   lab_conv_resnet50   90  lab_tc conv --model resnet50 vs cuDNN (or more: all the budget left)
 # The lab runs with --reps 10 --warmup 3 --slow-cap 4: the SIMT versions (GEMM v1/v2, conv v1) only
@@ -263,6 +264,8 @@ ncu_stage() {
   ncu_profile gemm_v7 gemm_tc_kernel "$gemm" gemm 7 --size 4096 4096 4096 || rc=1
   ncu_profile conv_fwd_dil2 gemm_tc_kernel "$conv" conv 3 --model resnet50 --layer "3x3 256->256 dil 2" --dir fwd || rc=1
   ncu_profile conv_bwdw_dil2 gemm_tc_kernel "$conv" conv 3 --model resnet50 --layer "3x3 256->256 dil 2" --dir bwd-weight || rc=1
+  # The same layer split as before 2026-12-07 (conv v4: 144 blocks instead of 1152): warps per SM.
+  ncu_profile conv_bwdw_dil2_v4 gemm_tc_kernel "$conv" conv 4 --model resnet50 --layer "3x3 256->256 dil 2" --dir bwd-weight || rc=1
   ncu_table || rc=1
   return "$rc"
 }
