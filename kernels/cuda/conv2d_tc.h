@@ -17,7 +17,9 @@
 // only through that index math. Ragged shapes are handled; the 16-byte path needs Cg and Og (per
 // operand) multiples of 8 (4 for float), pixel strides likewise and 16-byte aligned pointers, else
 // that operand is gathered element by element (C = 3 of a first convolution, channel slices at odd
-// offsets): slower, same results.
+// offsets): slower, same results. Backward weight of one group whose C is not a multiple of 8 (4
+// for float) does better when the workspace allows: it copies x once with its channels padded by
+// zeros to the next multiple and runs the 16-byte path on that (gemm/conv2d_tc_impl.h, ChannelPad).
 //
 // Launch: as gemm_tc.h (grid over (P or N*H*W or Og) x (Og or Cg or taps*Cg) tiles x groups*splits).
 // Traffic per GEMM: the activation operand is read ceil(Og/BN) times (each read gathers taps
@@ -57,7 +59,8 @@ void conv2d_backward_data_tc(const ConvShape& s, const T* w, const T* dy, T* dx,
 template <class T>
 void conv2d_backward_weight_tc(const ConvShape& s, const T* x, const T* dy, T* dw, T* db, Stream stream,
                                const ConvTcArgs& args = {});
-// Workspace conv2d_backward_weight_tc uses at best (less works: fewer splits, a slower bias sum).
+// Workspace conv2d_backward_weight_tc uses at best (less works: fewer splits, a slower bias sum, and
+// for a C that is not whole 16-byte chunks the element-wise path instead of a padded copy of x).
 template <class T>
 size_t conv2d_backward_weight_tc_workspace_bytes(const ConvShape& s, const TcOptions& options = {});
 

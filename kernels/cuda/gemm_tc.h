@@ -88,7 +88,10 @@ int gemm_tc_splits(int64_t M, int64_t N, int64_t K, const TcOptions& options);
 // load), and left 144 or 160 blocks for 132 SMs, two rounds with the second nearly empty.
 inline constexpr int kSplitWarpsPerSm = 16;  // 4 per scheduler: the 128x128 GEMMs at 2 blocks per SM
 inline constexpr int kSplitMinDepth = 1024;  // K per split: the partial sums' traffic stays small
-inline constexpr int kSplitMax = 32;         // partial sums per output element
+// Partial sums per output element. Only outputs of few tiles get near it (a first convolution's
+// weights: one or two tiles over K = 524288 pixels), and for them the splits are what fills the GPU;
+// the partials stay small (at most about 2 * (blocks wanted) * BM * BN * 4 bytes).
+inline constexpr int kSplitMax = 256;
 int split_k_auto(int64_t tiles, int64_t K, int sms, int warps);
 
 const char* tc_family_name(TcFamily f);

@@ -6,9 +6,10 @@
 //       loader, ldmatrix + mma.sync, 128x128x32 tile, one stage, unpadded tiles
 //   v3  the product (kernels/cuda/conv2d_tc.h): three cp.async stages, swizzled tiles, tile choice
 //       and (backward weight) split-K over the pixels by shape
-//   v4  v3 with backward weight's split count chosen as before 2026-12-07 (about one block per SM;
-//       seg::cuda::split_k_auto has the rule since): the A/B of that change on the GPU. Only backward
-//       weight, and only where the two rules differ; elsewhere it is v3 and is not run again
+//   v4  v3's backward weight as it was before 2026-12-07: the old split count (about one block per
+//       SM; seg::cuda::split_k_auto has the rule since) and no channel pad for C = 3 (ChannelPad):
+//       the A/B of those changes on the GPU. Only backward weight, and only where it differs from
+//       v3; elsewhere it is v3 and is not run again
 //   v5  cuDNN (GPU build): the baseline
 #include <cuda_fp16.h>
 
@@ -125,7 +126,7 @@ const std::vector<Version>& conv_versions() {
       {1, "naive", "one thread per output element, the definition's loop nest (SIMT)", false},
       {2, "igemm-1stage", "implicit GEMM, ldmatrix + mma.sync, 128x128x32, one stage, unpadded", false},
       {3, "product", "+ 3 cp.async stages, swizzle, tile and split-K by shape (conv2d_tc.h)", false},
-      {4, "product-old-split", "v3 with backward weight split as before 2026-12-07 (about 1 block per SM)", false},
+      {4, "product-old-split", "v3 with backward weight as before 2026-12-07 (old split count, no channel pad)", false},
       {5, "cudnn", "cuDNN (the baseline)", true},
   };
   return v;
@@ -155,11 +156,23 @@ std::string conv_plan(const ConvShape& s, ConvDir d) {
                   (long long)N, (long long)K, B, B, (long long)tiles);
     return line;
   }
-  const int now = conv_backward_weight_plan<seg::f16>(dims, {}, SIZE_MAX).splits, before = splits_before_2026_12_07(s);
+  // The product pads a C that is not whole 16-byte chunks (ChannelPad) and plans the padded GEMM.
+  const ChannelPad pad = channel_pad<seg::f16>(s, {});
+  ConvShape sp = s;
+  if (pad.applies) sp.C = pad.Cp;
+  const ConvDims pd = conv_dims(sp, "lab_tc conv --plan");
+  const int64_t Np = taps * pd.Cg;
+  const bool large_p = use_large_tile(seg::cuda::TcTile::automatic, M, Np, pd.groups);
+  const int Bp = large_p ? 128 : 64;
+  const int64_t tiles_p = ((M + Bp - 1) / Bp) * ((Np + Bp - 1) / Bp) * pd.groups;
+  const int now = conv_backward_weight_plan<seg::f16>(pd, {}, SIZE_MAX).splits, before = splits_before_2026_12_07(s);
+  char padded[64] = "";
+  if (pad.applies) std::snprintf(padded, sizeof padded, " (x padded to %lld channels)", (long long)pad.Cp);
   std::snprintf(line, sizeof line,
-                "GEMM %lld x %lld x %lld, tile %dx%d, %lld tiles x %d splits = %lld blocks (v4, the rule before: %d "
-                "splits = %lld blocks)",
-                (long long)M, (long long)N, (long long)K, B, B, (long long)tiles, now, (long long)(tiles * now), before,
+                "GEMM %lld x %lld x %lld%s, tile %dx%d, %lld tiles x %d splits = %lld blocks (v4, the rule before: "
+                "%lld x %lld, %lld tiles x %d splits = %lld blocks)",
+                (long long)M, (long long)Np, (long long)K, padded, Bp, Bp, (long long)tiles_p, now,
+                (long long)(tiles_p * now), (long long)M, (long long)N, (long long)tiles, before,
                 (long long)(tiles * before));
   return line;
 }
@@ -194,11 +207,16 @@ int run_conv_version(int id, const ConvProblem& p, seg::cuda::Stream stream) {
         seg::cuda::conv2d_backward_weight_tc<seg::f16>(s, p.x, p.dy, p.out, nullptr, stream, args);
       return true;
     case 4: {
+      // The product as it was before 2026-12-07: the old split count, and no channel pad (its
+      // workspace holds only the split partials, so conv_backward_weight_impl does not pad).
       if (p.dir != ConvDir::backward_weight) return kSameAsProduct;
+      const ConvDims dims = conv_dims(s, "lab v4");
       const int before = splits_before_2026_12_07(s);
-      if (before == conv_backward_weight_plan<seg::f16>(conv_dims(s, "lab v4"), {}, SIZE_MAX).splits)
-        return kSameAsProduct;
+      const bool pads = channel_pad<seg::f16>(s, {}).applies;
+      if (!pads && before == conv_backward_weight_plan<seg::f16>(dims, {}, SIZE_MAX).splits) return kSameAsProduct;
+      const size_t partials = before > 1 ? static_cast<size_t>(before) * dims.groups * dims.Og * dims.taps * dims.Cg * 4 : 0;
       args.options.split_k = before;
+      args.workspace.bytes = std::min(args.workspace.bytes, partials);
       seg::cuda::conv2d_backward_weight_tc<seg::f16>(s, p.x, p.dy, p.out, nullptr, stream, args);
       return true;
     }

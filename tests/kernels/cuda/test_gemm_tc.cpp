@@ -249,7 +249,8 @@ TEST_CASE("split_k_auto: enough warps per SM, spread evenly, within the depth") 
   CHECK(split_k_auto(144, 32768, 132, 4) == 8);   // 3x3 256->256, 64x64: 1152 blocks (before: 1)
   CHECK(split_k_auto(32, 32768, 132, 4) == 20);   // 1x1 512->256: 640 blocks, 5 per SM (before: 5)
   CHECK(split_k_auto(512, 32768, 132, 4) == 1);   // 1x1 1024->2048: 512 blocks are 3/4 of 528 or more
-  CHECK(split_k_auto(2, 131072, 132, 4) == 32);   // at most kSplitMax
+  CHECK(split_k_auto(2, 131072, 132, 4) == 128);  // at most K / kSplitMinDepth (layer1 1x1 128->64)
+  CHECK(split_k_auto(1, int64_t{1} << 20, 132, 4) == 256);  // at most kSplitMax
   CHECK(split_k_auto(9, 4096, 132, 4) == 4);      // at most K / kSplitMinDepth
   CHECK(split_k_auto(9, 2047, 132, 4) == 1);      // under two splits deep: none
   CHECK(split_k_auto(0, 32768, 132, 4) == 1);
