@@ -21,6 +21,9 @@ void conv2d_backward_weight_igemm(const ConvShape& s, const T* x, const T* dy, T
 template <class T>
 void conv2d_forward_depthwise(const ConvShape& s, const T* x, const T* w, const T* b, T* y, Stream stream);
 template <class T> void conv2d_backward_data_depthwise(const ConvShape& s, const T* w, const T* dy, T* dx, Stream stream);
+// Whether forward and backward data stage the weights in shared memory (default true; where they
+// fit). Off reads them from w as before 2026-12-07: for the tests' before/after comparison.
+void set_depthwise_weight_staging(bool on);
 size_t conv2d_backward_weight_depthwise_workspace_bytes(const ConvShape& s);
 template <class T>
 void conv2d_backward_weight_depthwise(const ConvShape& s, const T* x, const T* dy, T* dw, T* db, void* workspace,

@@ -30,6 +30,7 @@
 #include "kernels/cuda/conv2d_tc.h"
 #include "kernels/lab/tc_lab.h"
 #include "kernels/sim/counters.h"
+#include "tests/kernels/cuda/sim_counters.h"
 #include "tests/kernels/cuda/tc_test_util.h"
 #endif
 
@@ -55,15 +56,12 @@ using seg::f16;
 // The counters of the block kernel (the launches with MMAs) of whatever `launch` runs, round-robin.
 template <class Launch>
 seg::sim::KernelCounters block_kernel_counters(const std::string& what, Launch launch) {
-  seg::sim::Options o = seg::test::cuda_config_rr().front().options;
-  o.counters = true;
-  seg::sim::ScopedOptions scoped(o);
-  seg::sim::reset_kernel_counter_totals();
-  REQUIRE_MESSAGE(launch(), what << ": not in this build");
-  REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+  bool launched = false;
+  const auto all = seg::test::kernel_counters_of([&] { launched = static_cast<bool>(launch()); });
+  REQUIRE_MESSAGE(launched, what << ": not in this build");
   seg::sim::KernelCounters found;
   int with_mma = 0;
-  for (const auto& k : seg::sim::kernel_counter_totals())
+  for (const auto& k : all)
     if (k.mma_instructions > 0) {
       found = k;
       ++with_mma;
