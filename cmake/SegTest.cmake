@@ -11,7 +11,9 @@
 #     headers, ...) form <exe>_<name>, which runs `--seg-require=name` and exits 77 (Skipped)
 #     where the requirement is not met, so a path that did not run shows in ctest's output and in
 #     the label summary.
-# The main test excludes both kinds.
+# The main test excludes both kinds. Their --test-suite-exclude value (empty when there is none) is
+# left in SEG_TEST_EXCLUDE_<exe> for tests that run the executable another way (the TSan shards of
+# tests/kernels/cuda: without it a requirement's cases would run unchecked there).
 include_guard(GLOBAL)
 
 function(seg_add_test)
@@ -49,8 +51,9 @@ function(seg_add_test)
     set_tests_properties(${T_NAME}_${_r} PROPERTIES LABELS "${T_LABEL}" SKIP_RETURN_CODE 77
       WORKING_DIRECTORY ${CMAKE_BINARY_DIR})
   endforeach()
+  string(REPLACE ";" "," _exclude "${_exclude}")
+  set(SEG_TEST_EXCLUDE_${T_NAME} "${_exclude}" PARENT_SCOPE)
   if(_exclude)
-    string(REPLACE ";" "," _exclude "${_exclude}")
     add_test(NAME ${T_NAME} COMMAND ${T_LAUNCHER} $<TARGET_FILE:${T_NAME}> --test-suite-exclude=${_exclude})
   else()
     add_test(NAME ${T_NAME} COMMAND ${T_LAUNCHER} $<TARGET_FILE:${T_NAME}>)
