@@ -10,7 +10,7 @@
 #      call (command, carry list, timeout).
 #   2. THERE, the one call:                          bash tools/gpu_check.sh
 #
-# Stages, in order, each with its own time limit (seconds). Their limits sum to 625 s; a global
+# Stages, in order, each with its own time limit (seconds). Their limits sum to 635 s; a global
 # budget (--budget, 540) shortens or skips the later stages when the earlier ones ran long, so a
 # 600 s call ends with the table printed even if every stage runs out its limit (the first H200
 # call's stages took 310 s in all):
@@ -25,9 +25,9 @@
 #                           (channels_last; O0 f32, and torch.autocast f16 + GradScaler beside O2)
 #   lab_small           20  lab_tc on the shapes the simulator estimated (gpu-carry/lab_estimates.txt)
 #   lab_gemm            50  lab_tc gemm: square 4096, 8192 and a thin deep shape vs cuBLASLt
-#   ncu                 90  Nsight Compute on one launch each: GEMM v14 (the product's), cuBLASLt, v4,
-#                           v7 at 4096^3; the product's dilated 3x3 convolution, forward and backward
-#                           weight (and backward weight split the old way, conv v4);
+#   ncu                100  Nsight Compute on one launch each: GEMM v14 (the product's), cuBLASLt, v4,
+#                           v7 at 4096^3; the product's dilated 3x3 convolution, forward, backward
+#                           data and backward weight (and backward weight split the old way, conv v4);
 #                           tools/ncu_summary.py's table (tensor pipe, issue, stalls, conflicts)
 #   lab_conv_mobilenet  60  lab_tc conv --model mobilenet vs cuDNN (it ran out of 40 s on the first H200)
 #   lab_conv_resnet50   90  lab_tc conv --model resnet50 vs cuDNN (or more: all the budget left)
@@ -263,6 +263,10 @@ ncu_stage() {
   ncu_profile gemm_v4 gemm_tc_kernel "$gemm" gemm 4 --size 4096 4096 4096 || rc=1
   ncu_profile gemm_v7 gemm_tc_kernel "$gemm" gemm 7 --size 4096 4096 4096 || rc=1
   ncu_profile conv_fwd_dil2 gemm_tc_kernel "$conv" conv 3 --model resnet50 --layer "3x3 256->256 dil 2" --dir fwd || rc=1
+  # Backward data ran at 71-77 TFLOP/s on the dense layers where forward ran 134-146, with a main
+  # loop no longer than forward's (216 against 230 instructions per 32 HMMA, docs/tensor-cores.md):
+  # its stall reasons beside forward's.
+  ncu_profile conv_bwdd_dil2 gemm_tc_kernel "$conv" conv 3 --model resnet50 --layer "3x3 256->256 dil 2" --dir bwd-data || rc=1
   ncu_profile conv_bwdw_dil2 gemm_tc_kernel "$conv" conv 3 --model resnet50 --layer "3x3 256->256 dil 2" --dir bwd-weight || rc=1
   # The same layer split as before 2026-12-07 (conv v4: 144 blocks instead of 1152): warps per SM.
   ncu_profile conv_bwdw_dil2_v4 gemm_tc_kernel "$conv" conv 4 --model resnet50 --layer "3x3 256->256 dil 2" --dir bwd-weight || rc=1
@@ -312,7 +316,7 @@ else
   stage torch 45 torch_steps
   stage lab_small 20 lab_small
   stage lab_gemm 50 lab gemm
-  stage ncu 90 ncu_stage
+  stage ncu 100 ncu_stage
   stage lab_conv_mobilenet 60 lab conv --model mobilenet
   # the last stage: 90 s, or all that the budget has left
   l=$(left)
