@@ -30,7 +30,8 @@
 #                           data and backward weight (and backward weight split the old way, conv v4);
 #                           tools/ncu_summary.py's table (tensor pipe, issue, stalls, conflicts)
 #   lab_conv_mobilenet  60  lab_tc conv --model mobilenet vs cuDNN (it ran out of 40 s on the first H200)
-#   lab_conv_resnet50   90  lab_tc conv --model resnet50 vs cuDNN (or more: all the budget left)
+#   lab_conv_resnet50   90  lab_tc conv --model resnet50 vs cuDNN (or more: all the budget left); both
+#                           print the auto engine's table rows (--emit-auto-table) at the end
 # The lab runs with --reps 10 --warmup 3 --slow-cap 4: the SIMT versions (GEMM v1/v2, conv v1) only
 # on shapes of at most 4 GFLOP. Then it prints: segtrain against PyTorch per step, the simulator's
 # estimate beside the measured time for the same kernels (model error, issue 13), the all-reduce
@@ -317,10 +318,12 @@ else
   stage lab_small 20 lab_small
   stage lab_gemm 50 lab gemm
   stage ncu 100 ncu_stage
-  stage lab_conv_mobilenet 60 lab conv --model mobilenet
+  # --emit-auto-table: the layers where cuDNN was faster, as rows for kernels/cuda/engine.cu's
+  # kAutoTable (empty until a run measures it: --engine auto runs own everywhere until then).
+  stage lab_conv_mobilenet 60 lab conv --model mobilenet --emit-auto-table
   # the last stage: 90 s, or all that the budget has left
   l=$(left)
-  stage lab_conv_resnet50 $((l > 90 ? l : 90)) lab conv --model resnet50
+  stage lab_conv_resnet50 $((l > 90 ? l : 90)) lab conv --model resnet50 --emit-auto-table
 fi
 
 # --- the report ------------------------------------------------------------------------------------
