@@ -27,7 +27,8 @@
 #   lab_gemm            50  lab_tc gemm: square 4096, 8192 and a thin deep shape vs cuBLASLt
 #   ncu                100  Nsight Compute on one launch each: GEMM v14 (the product's), cuBLASLt, v4,
 #                           v7 at 4096^3; the product's dilated 3x3 convolution, forward, backward
-#                           data and backward weight (and backward weight split the old way, conv v4);
+#                           data and backward weight (and backward data with K-major weights, conv
+#                           v6; backward weight split the old way, conv v4);
 #                           tools/ncu_summary.py's table (tensor pipe, issue, stalls, conflicts)
 #   lab_conv_mobilenet  60  lab_tc conv --model mobilenet vs cuDNN (it ran out of 40 s on the first H200)
 #   lab_conv_resnet50   90  lab_tc conv --model resnet50 vs cuDNN (or more: all the budget left); both
@@ -268,6 +269,8 @@ ncu_stage() {
   # loop no longer than forward's (216 against 230 instructions per 32 HMMA, docs/tensor-cores.md):
   # its stall reasons beside forward's.
   ncu_profile conv_bwdd_dil2 gemm_tc_kernel "$conv" conv 3 --model resnet50 --layer "3x3 256->256 dil 2" --dir bwd-data || rc=1
+  # ... and with the weights transposed so that B is K-major as in forward (conv v6).
+  ncu_profile conv_bwdd_dil2_v6 gemm_tc_kernel "$conv" conv 6 --model resnet50 --layer "3x3 256->256 dil 2" --dir bwd-data || rc=1
   ncu_profile conv_bwdw_dil2 gemm_tc_kernel "$conv" conv 3 --model resnet50 --layer "3x3 256->256 dil 2" --dir bwd-weight || rc=1
   # The same layer split as before 2026-12-07 (conv v4: 144 blocks instead of 1152): warps per SM.
   ncu_profile conv_bwdw_dil2_v4 gemm_tc_kernel "$conv" conv 4 --model resnet50 --layer "3x3 256->256 dil 2" --dir bwd-weight || rc=1

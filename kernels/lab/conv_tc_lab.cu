@@ -11,12 +11,19 @@
 //       the A/B of those changes on the GPU. Only backward weight, and only where it differs from
 //       v3; elsewhere it is v3 and is not run again
 //   v5  cuDNN (GPU build): the baseline
+//   v6  v3's backward data with the weights transposed once per call (a tiled transpose into the
+//       workspace, [g][Cg][KH*KW][Og]) so that its B operand is K-major like forward's weights:
+//       the same GEMM orientation as forward (A and B K-major) instead of B N-major. The first H200
+//       run had backward data at half forward's speed on the same layers with a no longer main
+//       loop; this is the A/B of one suspect. Only backward data; elsewhere it is v3
 #include <cuda_fp16.h>
 
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <stdexcept>
 #include <string>
+#include <type_traits>
 
 #include "kernels/cuda/conv2d_tc.h"
 #include "kernels/cuda/engine.h"
@@ -115,6 +122,81 @@ int splits_before_2026_12_07(const ConvShape& s) {
   return static_cast<int>(std::clamp<int64_t>(splits, 1, k_tiles));
 }
 
+// v6's transpose of one group's weights: for every tap t, src[o][t][c] (rows of taps*Cg) ->
+// dst[c][t][o] (rows of taps*Og), through a 32x34 shared tile so that both the reads (along c) and
+// the writes (along o) are coalesced. Rows of 34 halves are 17 words, an odd count, so the column
+// a warp reads lies in 32 different banks (33 halves would not do it for 2-byte elements).
+// Grid: (ceil(Cg/32), ceil(Og/32), groups*taps), 32x8 threads.
+__global__ void __launch_bounds__(256)
+    transpose_weights_kernel(const __half* w, __half* wt, int groups, int taps, int Og, int Cg) {
+  __shared__ __half tile[32][34];
+  const int t = static_cast<int>(blockIdx.z) % taps, g = static_cast<int>(blockIdx.z) / taps;
+  const int c0 = static_cast<int>(blockIdx.x) * 32, o0 = static_cast<int>(blockIdx.y) * 32;
+  const int64_t group = static_cast<int64_t>(g) * Og * taps * Cg;  // the same size in both layouts
+  for (int r = threadIdx.y; r < 32; r += 8) {
+    const int o = o0 + r, c = c0 + static_cast<int>(threadIdx.x);
+    if (o < Og && c < Cg) tile[r][threadIdx.x] = w[group + (static_cast<int64_t>(o) * taps + t) * Cg + c];
+  }
+  __syncthreads();
+  for (int r = threadIdx.y; r < 32; r += 8) {
+    const int c = c0 + r, o = o0 + static_cast<int>(threadIdx.x);
+    if (c < Cg && o < Og) wt[group + (static_cast<int64_t>(c) * taps + t) * Og + o] = tile[threadIdx.x][r];
+  }
+}
+
+// v6: backward data as v3 runs it, but with B = the transposed weights read K-major (the forward
+// convolution's weight source over [g][Cg][taps*Og]). The transpose is timed with the GEMM.
+void backward_data_k_major_weights(const ConvProblem& p, const seg::cuda::ConvTcArgs& args, seg::cuda::Stream stream) {
+  const ConvShape& s = p.s;
+  const ConvDims d = conv_dims(s, "lab v6");
+  const size_t wt_bytes = (static_cast<size_t>(s.w_numel()) * sizeof(__half) + 255) / 256 * 256;
+  if (args.workspace.bytes < wt_bytes) throw std::runtime_error("lab v6: the workspace cannot hold the transposed weights");
+  auto* wt = static_cast<__half*>(args.workspace.data);
+  const dim3 grid((d.Cg + 31) / 32, (d.Og + 31) / 32, d.groups * d.taps);
+  SEG_LAUNCH(transpose_weights_kernel, grid, dim3(32, 8), 0, stream, reinterpret_cast<const __half*>(p.w), wt,
+             d.groups, d.taps, d.Og, d.Cg);
+  const auto g = backward_data_gemm<seg::f16>(s, p.w, p.dy, p.out, args);
+  const int K = d.taps * d.Og;
+  GemmArgs<ConvBwdDataASource<__half>, ConvFwdWeights<__half>> q;
+  q.a = g.p.a;
+  q.b = ConvFwdWeights<__half>{wt, K, d.Cg, K, static_cast<int64_t>(d.Cg) * K};
+  q.M = g.p.M;
+  q.N = g.p.N;
+  q.K = g.p.K;
+  q.vec_a = g.p.vec_a;
+  q.vec_b = K % Element<__half>::kChunk == 0;  // wt is the workspace's start: 256-byte aligned
+  q.ep = g.p.ep;
+  const seg::cuda::TcWorkspace rest{static_cast<char*>(args.workspace.data) + wt_bytes, args.workspace.bytes - wt_bytes};
+  // The product's kernels for these orientations (dispatch_gemm's mma.sync choice), except that
+  // the large tile keeps one main-loop form, and B is the forward's weight source (a bare row
+  // index), not the GEMM's (a row pointer): with the inside-K copies this kernel took 168
+  // registers on sm_90, with the GEMM's source 165, either one block per SM where v3's backward
+  // data has 128 registers and two. As built here it has 128 (`cuobjdump -res-usage` on
+  // build-gpu's conv_tc_lab.cu.o), at the cost of a longer loop: a steady trip of 325
+  // instructions per 32 HMMA against v3's 216 (tools/sass_loop_report.py). The first run had
+  // backward data at one HMMA per ~55 clocks per scheduler, with ~7 instructions to issue per
+  // HMMA: stalls, not issue, so the orientation can still show through the longer loop.
+  auto go = [&](auto kernel_tag) {
+    using Kernel = typename decltype(kernel_tag)::type;
+    typename Kernel::Params k;
+    k.a = q.a;
+    k.b = q.b;
+    k.M = q.M;
+    k.N = q.N;
+    k.K = q.K;
+    k.vec_a = q.vec_a;
+    k.vec_b = q.vec_b;
+    k.ep = q.ep;
+    launch_gemm<Kernel>(k, g.groups, args.options.split_k, rest, stream);
+  };
+  using A = ConvBwdDataASource<__half>;
+  using B = ConvFwdWeights<__half>;
+  if (use_large_tile(args.options.tile, q.M, q.N, g.groups))
+    go(std::type_identity<GemmKernel<__half, Tiles<__half>::Large, Major::k, Major::k, SmemKind::swizzled, MmaSyncWarpTile, A, B>>{});
+  else
+    go(std::type_identity<GemmKernel<__half, Tiles<__half>::Small, Major::k, Major::k, SmemKind::swizzled, MmaSyncWarpTile, A, B>>{});
+}
+
 }  // namespace
 
 const char* conv_dir_name(ConvDir d) {
@@ -128,6 +210,7 @@ const std::vector<Version>& conv_versions() {
       {3, "product", "+ 3 cp.async stages, swizzle, tile and split-K by shape (conv2d_tc.h)", false},
       {4, "product-old-split", "v3 with backward weight as before 2026-12-07 (old split count, no channel pad)", false},
       {5, "cudnn", "cuDNN (the baseline)", true},
+      {6, "bwd-data-w-kmajor", "v3 with backward data's weights transposed once, read K-major as forward's", false},
   };
   return v;
 }
@@ -228,6 +311,10 @@ int run_conv_version(int id, const ConvProblem& p, seg::cuda::Stream stream) {
         seg::cuda::conv2d_backward_data_cudnn<seg::f16>(s, p.w, p.dy, p.out, stream, args);
       else
         seg::cuda::conv2d_backward_weight_cudnn<seg::f16>(s, p.x, p.dy, p.out, nullptr, stream, args);
+      return true;
+    case 6:
+      if (p.dir != ConvDir::backward_data) return kSameAsProduct;
+      backward_data_k_major_weights(p, args, stream);
       return true;
     default: return false;
   }
