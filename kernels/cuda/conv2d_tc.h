@@ -9,7 +9,10 @@
 //   forward        y[P, Og]          = A[P, taps*Cg] * W^T,   A[p, (kh,kw,c)] = x[n, ho*sh-ph+kh*dh, wo*sw-pw+kw*dw, c]
 //   backward data  dx[N*H*W, Cg]     = A[N*H*W, taps*Og] * B,  A[(n,h,w), (kh,kw,o)] = dy[n, ho, wo, o] where
 //                                      ho*sh = h+ph-kh*dh and wo*sw = w+pw-kw*dw (0 unless both divide
-//                                      exactly and land inside dy), B[(kh,kw,o), c] = w[o, kh, kw, c]
+//                                      exactly and land inside dy), B[(kh,kw,o), c] = w[o, kh, kw, c];
+//                                      with a stride, one such GEMM per stride phase, over the phase's
+//                                      pixels and only the taps that reach them (a phase no tap
+//                                      reaches is zero-filled): ConvTcArgs::stride_phases
 //   backward weight dw[Og, taps*Cg]  = dy^T[Og, P] * A[P, taps*Cg]  (A as in forward), split over P
 //                                      (split-K) when the output is small; db[o] = sum_p dy[p, o]
 // No im2col buffer: the loaders compute each 16-byte chunk's address from the pixel and the tap
@@ -44,6 +47,10 @@ struct ConvTcArgs {
   int64_t ldy = 0;  // elements between consecutive pixels of y (dy); 0 = O (dense)
   TcWorkspace workspace;  // backward weight: split-K and bias-gradient partial sums
   TcActivation act = TcActivation::none;  // forward: applied after the bias
+  // Backward data of a strided convolution: one GEMM per stride phase over only the taps that reach
+  // it (gemm/conv2d_tc_impl.h, dgrad_covers). false: one GEMM over every (pixel, tap) pair, mostly
+  // zeros, as before 2026-12-07 (the kernel lab's v7 and the tests' comparison). Same results.
+  bool stride_phases = true;
 };
 
 // Dense and grouped convolutions with at least 4 input and output channels per group.

@@ -15,7 +15,12 @@
 //       workspace, [g][Cg][KH*KW][Og]) so that its B operand is K-major like forward's weights:
 //       the same GEMM orientation as forward (A and B K-major) instead of B N-major. The first H200
 //       run had backward data at half forward's speed on the same layers with a no longer main
-//       loop; this is the A/B of one suspect. Only backward data; elsewhere it is v3
+//       loop; this is the A/B of one suspect. Only backward data; elsewhere it is v3. One GEMM
+//       over every tap (its weight source reads whole rows of the transposed weights), so on a
+//       strided layer it has no stride phases: compare it with v7 there, with v3 elsewhere
+//   v7  v3's backward data as before 2026-12-07 on strided layers: one GEMM over every (pixel,
+//       tap) pair instead of one per stride phase (ConvTcArgs::stride_phases). Only backward data
+//       of strided layers; elsewhere it is v3
 #include <cuda_fp16.h>
 
 #include <algorithm>
@@ -211,6 +216,7 @@ const std::vector<Version>& conv_versions() {
       {4, "product-old-split", "v3 with backward weight as before 2026-12-07 (old split count, no channel pad)", false},
       {5, "cudnn", "cuDNN (the baseline)", true},
       {6, "bwd-data-w-kmajor", "v3 with backward data's weights transposed once, read K-major as forward's", false},
+      {7, "product-no-phases", "v3 with strided backward data as one GEMM over every tap, as before 2026-12-07", false},
   };
   return v;
 }
@@ -234,6 +240,27 @@ std::string conv_plan(const ConvShape& s, ConvDir d) {
   const int B = large ? 128 : 64;
   const int64_t tiles = ((M + B - 1) / B) * ((N + B - 1) / B) * dims.groups;
   char line[256];
+  if (d == ConvDir::backward_data && (s.stride_h > 1 || s.stride_w > 1)) {
+    // One GEMM per stride phase over the taps that reach it, or a zero fill (dgrad_covers).
+    std::string out;
+    int fills = 0;
+    for (const DgradCover& c : dgrad_covers(s, true)) {
+      if (c.KHp == 0 || c.KWp == 0) {
+        ++fills;
+        continue;
+      }
+      const int64_t Mp = s.N * c.Hp * c.Wp, Kp = static_cast<int64_t>(c.KHp) * c.KWp * dims.Og;
+      const int Bp = use_large_tile(seg::cuda::TcTile::automatic, Mp, N, dims.groups) ? 128 : 64;
+      std::snprintf(line, sizeof line, "%sGEMM %lld x %lld x %lld (tile %dx%d, %lld blocks)", out.empty() ? "" : " + ",
+                    (long long)Mp, (long long)N, (long long)Kp, Bp, Bp,
+                    (long long)(((Mp + Bp - 1) / Bp) * ((N + Bp - 1) / Bp) * dims.groups));
+      out += line;
+    }
+    if (fills) out += " + zero fill of " + std::to_string(fills) + (fills > 1 ? " phases" : " phase");
+    std::snprintf(line, sizeof line, " (v7, one GEMM: %lld x %lld x %lld, tile %dx%d, %lld blocks)", (long long)M,
+                  (long long)N, (long long)K, B, B, (long long)tiles);
+    return "stride phases: " + out + line;
+  }
   if (d != ConvDir::backward_weight) {
     std::snprintf(line, sizeof line, "GEMM %lld x %lld x %lld, tile %dx%d, %lld blocks, no split", (long long)M,
                   (long long)N, (long long)K, B, B, (long long)tiles);
@@ -315,6 +342,11 @@ int run_conv_version(int id, const ConvProblem& p, seg::cuda::Stream stream) {
     case 6:
       if (p.dir != ConvDir::backward_data) return kSameAsProduct;
       backward_data_k_major_weights(p, args, stream);
+      return true;
+    case 7:
+      if (p.dir != ConvDir::backward_data || (s.stride_h == 1 && s.stride_w == 1)) return kSameAsProduct;
+      args.stride_phases = false;
+      seg::cuda::conv2d_backward_data_tc<seg::f16>(s, p.w, p.dy, p.out, stream, args);
       return true;
     default: return false;
   }

@@ -106,6 +106,8 @@ struct GemmKernel {
   // Blocks per SM that ptxas must fit (__launch_bounds__'s second argument; 0 leaves the register
   // count to ptxas, the same PTX as no second argument). Set where ptxas's own choice spills.
   static constexpr int MIN_BLOCKS = min_blocks_per_sm<T, Shape, ASource_>();
+  // Whether the epilogue may write rows on a pixel grid (epilogue.h, RowGrid): backward data only.
+  static constexpr bool kRowGrid = std::is_same_v<ASource_, ConvBwdDataASource<T_>>;
   using TileA = OperandTile<Kind_, MA, BM, BK, T>;
   using TileB = OperandTile<Kind_, MB, BN, BK, T>;
   // The layout the fragment loads assume (differs from the copies' only in the planted bug).
@@ -268,7 +270,7 @@ struct GemmKernel {
     for (int pass = 0; pass < Shape::WARPS_M; ++pass) {
       if (warp_m == pass) w.store(cs, kLdc, warp_n * Shape::WN, lane);
       __syncthreads();
-      store_tile<THREADS>(ep, cs, kLdc, Shape::WM, BN, m0 + pass * Shape::WM, n0, p.M, p.N, eg);
+      store_tile<THREADS, kRowGrid>(ep, cs, kLdc, Shape::WM, BN, m0 + pass * Shape::WM, n0, p.M, p.N, eg);
       __syncthreads();
     }
   }
@@ -282,7 +284,7 @@ __global__ void __launch_bounds__(Kernel::THREADS, Kernel::MIN_BLOCKS) gemm_tc_k
 // D[g] = epilogue(sum over s = 0..splits-1, in that order, of partial[g][s]); one thread per
 // 4 columns of a row, grid-stride. (A template so that every .cu file has its own copy: without
 // relocatable device code a kernel is launched from the translation unit that defines it.)
-template <int THREADS>
+template <int THREADS, bool kRowGrid>
 __global__ void __launch_bounds__(THREADS)
     splitk_reduce_kernel(const float* partial, int splits, int M, int N, int groups, const EpilogueParams ep) {
   const int chunks = (N + 3) / 4;
@@ -307,7 +309,7 @@ __global__ void __launch_bounds__(THREADS)
         for (int e = 0; e < count; ++e) v[e] += src[e];
       }
     }
-    store_chunk(ep, g, m, n, N, v);
+    store_chunk<kRowGrid>(ep, g, m, n, N, v);
   }
 }
 

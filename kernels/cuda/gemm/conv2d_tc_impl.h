@@ -8,6 +8,7 @@
 #include <type_traits>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "kernels/cuda/conv2d_tc.h"
 #include "kernels/cuda/copy.h"
@@ -165,39 +166,151 @@ void conv_forward_impl(const ConvShape& s, const T* x, const T* w, const T* b, T
       g.p, args.options.family, args.options.tile, g.groups, args.options.split_k, args.workspace, stream);
 }
 
+// Backward data by stride phase. With stride sh > 1, the tap kh reaches input row h only when
+// (h + ph) and kh*dh leave the same remainder mod sh (operand_source.h, ConvBwdDataASource), so one
+// GEMM over every (pixel, tap) pair multiplies mostly zeros: for a 3x3 stride 2, a pixel meets 1, 2
+// or 4 of the 9 taps, 2.25 on average, and a 1x1 stride 2 reaches only the pixels with even h and w.
+// So the product splits the pixels into sh*sw phases by those remainders (rows h0, h0 + sh, ...) and
+// runs one GEMM per phase over only the taps that reach it (kh0, kh0 + sh/gcd(sh, dh), ...); its
+// epilogue writes the phase's rows of dx through a RowGrid. A phase that no tap reaches (the odd
+// pixels of a 1x1 stride 2) is zero: one fill. Same sums in the same order per element, so the
+// same bits; ConvTcArgs::stride_phases = false runs the one GEMM as before 2026-12-07 (the lab's
+// v7, the tests' comparison). Stride 1 is one phase: the whole problem.
+inline DgradCover all_pixels_and_taps(const ConvShape& s) {
+  DgradCover c;
+  c.Hp = static_cast<int>(s.H);
+  c.Wp = static_cast<int>(s.W);
+  c.KHp = static_cast<int>(s.KH);
+  c.KWp = static_cast<int>(s.KW);
+  c.finish();
+  return c;
+}
+
+// One dimension of a phase: input positions first, first + stride, ... below extent, and the taps
+// t < taps whose t*dil leaves remainder r mod stride (r = (first + pad) mod stride).
+struct PhaseAxis {
+  int first = 0, count = 0, tap0 = 0, tap_step = 1, taps = 0;
+};
+inline PhaseAxis phase_axis(int64_t extent, int64_t pad, int64_t stride, int64_t dil, int64_t taps, int64_t r) {
+  PhaseAxis a;
+  a.first = static_cast<int>(((r - pad) % stride + stride) % stride);
+  a.count = a.first < extent ? static_cast<int>((extent - a.first + stride - 1) / stride) : 0;
+  int64_t g = stride, b = dil;  // gcd: t*dil mod stride repeats every stride/gcd taps, each value once
+  while (b) {
+    const int64_t t = g % b;
+    g = b;
+    b = t;
+  }
+  a.tap_step = static_cast<int>(stride / g);
+  for (int64_t t = 0; t < taps && t < a.tap_step; ++t)
+    if (t * dil % stride == r) {
+      a.tap0 = static_cast<int>(t);
+      a.taps = static_cast<int>((taps - 1 - t) / a.tap_step + 1);
+      break;
+    }
+  return a;
+}
+
+// The GEMMs of backward data: one cover, or one per stride phase (a cover with no taps: zero fill).
+inline std::vector<DgradCover> dgrad_covers(const ConvShape& s, bool stride_phases) {
+  if (!stride_phases || (s.stride_h == 1 && s.stride_w == 1)) return {all_pixels_and_taps(s)};
+  std::vector<DgradCover> covers;
+  for (int64_t rh = 0; rh < s.stride_h; ++rh)
+    for (int64_t rw = 0; rw < s.stride_w; ++rw) {
+      const PhaseAxis h = phase_axis(s.H, s.pad_h, s.stride_h, s.dil_h, s.KH, rh);
+      const PhaseAxis w = phase_axis(s.W, s.pad_w, s.stride_w, s.dil_w, s.KW, rw);
+      if (h.count == 0 || w.count == 0) continue;  // no input pixel in this phase
+      DgradCover c;
+      c.h0 = h.first;
+      c.w0 = w.first;
+      c.Hp = h.count;
+      c.Wp = w.count;
+      c.step_h = static_cast<int>(s.stride_h);
+      c.step_w = static_cast<int>(s.stride_w);
+      c.kh0 = h.tap0;
+      c.kw0 = w.tap0;
+      c.KHp = h.taps;
+      c.KWp = w.taps;
+      c.kstep_h = h.tap_step;
+      c.kstep_w = w.tap_step;
+      c.finish();
+      covers.push_back(c);
+    }
+  return covers;
+}
+
+// Whether a cover is the whole input grid (its rows are dx's rows: no RowGrid needed).
+inline bool whole_grid(const ConvShape& s, const DgradCover& c) {
+  return c.h0 == 0 && c.w0 == 0 && c.Hp == s.H && c.Wp == s.W && (c.step_h == 1 || c.Hp == 1) &&
+         (c.step_w == 1 || c.Wp == 1);
+}
+
 template <class T>
 ConvGemm<ConvBwdDataASource<device_t<T>>, ConvBwdDataBSource<device_t<T>>> backward_data_gemm(
-    const ConvShape& s, const T* w, const T* dy, T* dx, const ConvTcArgs& args) {
+    const ConvShape& s, const T* w, const T* dy, T* dx, const ConvTcArgs& args,
+    const DgradCover& cover) {
   using DT = device_t<T>;
   constexpr int kChunk = Element<DT>::kChunk;
   const ConvDims d = conv_dims(s, "conv2d_backward_data_tc");
   const int64_t ldx = pixel_stride(args.ldx, s.C, "conv2d_backward_data_tc", "ldx");
   const int64_t ldy = pixel_stride(args.ldy, s.O, "conv2d_backward_data_tc", "ldy");
-  const int K = d.taps * d.Og;
+  const int K = cover.KHp * cover.KWp * d.Og;
+  const int M = static_cast<int>(s.N * cover.Hp * cover.Wp);
   GemmArgs<ConvBwdDataASource<DT>, ConvBwdDataBSource<DT>> p;
-  p.a = ConvBwdDataASource<DT>{reinterpret_cast<const DT*>(dy), ldy, d.geo, d.Og, static_cast<int>(d.NHW), K,
-                                FastDivmod(d.Og)};
-  p.b = ConvBwdDataBSource<DT>{reinterpret_cast<const DT*>(w), d.taps, d.Og, d.Cg, K, FastDivmod(d.Og)};
-  p.M = static_cast<int>(d.NHW);
+  p.a = ConvBwdDataASource<DT>{reinterpret_cast<const DT*>(dy), ldy, d.geo, d.Og, M, K, FastDivmod(d.Og), cover};
+  p.b = ConvBwdDataBSource<DT>{reinterpret_cast<const DT*>(w), d.taps, d.Og, d.Cg, K, FastDivmod(d.Og),
+                               FastDivmod(static_cast<int32_t>(s.KW)), cover};
+  p.M = M;
   p.N = d.Cg;
   p.K = K;
   p.vec_a = aligned16(dy) && ldy % kChunk == 0 && d.Og % kChunk == 0;
   p.vec_b = aligned16(w) && d.Cg % kChunk == 0;
   p.ep.d = dx;
   p.ep.ldd = ldx;
+  if (!whole_grid(s, cover)) {
+    p.ep.rows.grid_w = cover.Wp;
+    p.ep.rows.by_image = FastDivmod(cover.Hp * cover.Wp);
+    p.ep.rows.by_w = FastDivmod(cover.Wp);
+    p.ep.rows.base = (static_cast<int64_t>(cover.h0) * s.W + cover.w0) * ldx;
+    p.ep.rows.image = s.H * s.W * ldx;
+    p.ep.rows.step_h = cover.step_h * s.W * ldx;
+    p.ep.rows.step_w = cover.step_w * ldx;
+  }
   p.ep.d_group_stride = d.Cg;
   p.ep.d_type = out_type<T>();
   p.ep.d_vec = vec_out(dx, ldx, d.Cg, d.groups);
   return {p, d.groups};
 }
 
+// The one GEMM over every (pixel, tap) pair (the lab's versions that predate the phases).
+template <class T>
+ConvGemm<ConvBwdDataASource<device_t<T>>, ConvBwdDataBSource<device_t<T>>> backward_data_gemm(
+    const ConvShape& s, const T* w, const T* dy, T* dx, const ConvTcArgs& args) {
+  return backward_data_gemm(s, w, dy, dx, args, all_pixels_and_taps(s));
+}
+
+// A phase no tap reaches: its pixels of dx (all C channels) are zero.
+template <class T>
+void zero_dgrad_cover(const ConvShape& s, const DgradCover& c, T* dx, int64_t ldx, Stream stream) {
+  const int64_t W = s.W;
+  CopyLayout zero{4, {s.N, c.Hp, c.Wp, s.C}, {0, 0, 0, 0}, {s.H * W * ldx, c.step_h * W * ldx, c.step_w * ldx, 1}};
+  fill_strided(dx + (c.h0 * W + c.w0) * ldx, zero, T{}, stream);
+}
+
 template <class T>
 void conv_backward_data_impl(const ConvShape& s, const T* w, const T* dy, T* dx, Stream stream,
                              const ConvTcArgs& args) {
   using DT = device_t<T>;
-  const auto g = backward_data_gemm(s, w, dy, dx, args);
-  dispatch_gemm<DT, Major::k, Major::mn, ConvBwdDataASource<DT>, ConvBwdDataBSource<DT>, false>(
-      g.p, args.options.family, args.options.tile, g.groups, args.options.split_k, args.workspace, stream);
+  const int64_t ldx = pixel_stride(args.ldx, s.C, "conv2d_backward_data_tc", "ldx");
+  for (const DgradCover& c : dgrad_covers(s, args.stride_phases)) {
+    if (c.KHp == 0 || c.KWp == 0) {
+      zero_dgrad_cover(s, c, dx, ldx, stream);
+      continue;
+    }
+    const auto g = backward_data_gemm(s, w, dy, dx, args, c);
+    dispatch_gemm<DT, Major::k, Major::mn, ConvBwdDataASource<DT>, ConvBwdDataBSource<DT>, false>(
+        g.p, args.options.family, args.options.tile, g.groups, args.options.split_k, args.workspace, stream);
+  }
 }
 
 template <class T>

@@ -112,8 +112,13 @@ void launch_gemm(typename Kernel::Params p, int groups, int requested_splits, Tc
     const int64_t work = static_cast<int64_t>(groups) * p.M * ((p.N + 3) / 4);
     const int64_t cap = static_cast<int64_t>(device_sm_count()) * 8;
     const int64_t blocks = (work + 255) / 256 < cap ? (work + 255) / 256 : cap;
-    SEG_LAUNCH(splitk_reduce_kernel<256>, static_cast<unsigned>(blocks > 0 ? blocks : 1), 256, 0, stream, p.partial,
-               plan.splits, p.M, p.N, groups, p.ep);
+    const unsigned reduce_blocks = static_cast<unsigned>(blocks > 0 ? blocks : 1);
+    if (p.ep.rows.grid_w > 0)  // backward data by stride phase (epilogue.h, RowGrid)
+      SEG_LAUNCH((splitk_reduce_kernel<256, true>), reduce_blocks, 256, 0, stream, p.partial, plan.splits, p.M, p.N,
+                 groups, p.ep);
+    else
+      SEG_LAUNCH((splitk_reduce_kernel<256, false>), reduce_blocks, 256, 0, stream, p.partial, plan.splits, p.M, p.N,
+                 groups, p.ep);
   }
 }
 

@@ -11,6 +11,10 @@
 //   beta == 0 never reads D (it may hold NaN); bias may be null; act: none, ReLU, ReLU6 (NaN stays
 //   NaN, as in PyTorch). D is row-major with leading dimension ldd; with groups, group g's D starts
 //   d_group_stride elements further (its bias bias_group_stride elements further).
+//   Rows on a pixel grid (RowGrid, when grid_w > 0): row m = (n, i, j) of images of grid_h x grid_w
+//   rows starts at base + n*image + i*step_h + j*step_w elements instead of m*ldd. Backward data
+//   by stride phase (conv2d_tc_impl.h) writes a phase's pixels, every sh-th row and sw-th column of
+//   dx, this way.
 // The output type is a run-time value (the store is a uniform branch), so a kernel is not compiled
 // once per output type.
 #pragma once
@@ -20,6 +24,7 @@
 
 #include <cstdint>
 
+#include "kernels/common/fast_divmod.h"
 #include "kernels/cuda/gemm/vector_access.h"
 
 namespace seg::cuda::tc {
@@ -27,10 +32,17 @@ namespace seg::cuda::tc {
 enum class OutType : int { f32, f16, bf16 };
 enum class Act : int { none, relu, relu6 };
 
+struct RowGrid {
+  int grid_w = 0;  // 0: plain rows, m*ldd
+  FastDivmod by_image, by_w;  // grid_h*grid_w and grid_w: multiply-and-shift (kernels/common/fast_divmod.h)
+  int64_t base = 0, image = 0, step_h = 0, step_w = 0;
+};
+
 struct EpilogueParams {
   float alpha = 1.0f, beta = 0.0f;
   void* d = nullptr;
   int64_t ldd = 0;
+  RowGrid rows;
   int64_t d_group_stride = 0;
   OutType d_type = OutType::f32;
   bool d_vec = false;  // d and ldd allow whole 4-element vector stores (checked by the launcher)
@@ -64,9 +76,22 @@ __device__ __forceinline__ uint32_t pack2(float lo, float hi, OutType t) {
 }
 
 // Applies the epilogue to v[0..3] = acc[m, n..n+3] and stores the elements with n + e < N.
+// kRowGrid: whether the kernel can be asked for a RowGrid at all (only backward data's: block_tile.h).
+// A compile-time switch, because the grid's divisions in every other GEMM's epilogue cost registers:
+// with it unconditional, ptxas spilled 8 bytes in the bf16 WMMA 128x128 GEMM on sm_80.
+template <bool kRowGrid>
+__device__ __forceinline__ int64_t row_offset(const EpilogueParams& ep, int m) {
+  if (!kRowGrid || ep.rows.grid_w == 0) return static_cast<int64_t>(m) * ep.ldd;
+  int n, rest, i, j;
+  ep.rows.by_image.divmod(m, n, rest);
+  ep.rows.by_w.divmod(rest, i, j);
+  return ep.rows.base + n * ep.rows.image + i * ep.rows.step_h + j * ep.rows.step_w;
+}
+
+template <bool kRowGrid = false>
 __device__ __forceinline__ void store_chunk(const EpilogueParams& ep, int g, int m, int n, int N, const float (&v)[4]) {
   const int count = N - n < 4 ? N - n : 4;
-  const int64_t base = g * ep.d_group_stride + static_cast<int64_t>(m) * ep.ldd + n;
+  const int64_t base = g * ep.d_group_stride + row_offset<kRowGrid>(ep, m) + n;
   float out[4];
   for (int e = 0; e < 4; ++e) {
     if (e >= count) {
@@ -99,7 +124,7 @@ __device__ __forceinline__ void store_chunk(const EpilogueParams& ep, int g, int
 
 // Stores rows [0, rows) x columns [0, cols) of the staged tile cs (leading dimension ldc floats),
 // whose element (r, c) is acc[m0 + r, n0 + c]. All threads of the block call it.
-template <int THREADS>
+template <int THREADS, bool kRowGrid = false>
 __device__ __forceinline__ void store_tile(const EpilogueParams& ep, const float* cs, int ldc, int rows, int cols,
                                            int m0, int n0, int M, int N, int g) {
   const int chunks_per_row = cols / 4;
@@ -109,7 +134,7 @@ __device__ __forceinline__ void store_tile(const EpilogueParams& ep, const float
     if (m >= M || n >= N) continue;
     const float4 x = load_vec<float4>(cs + r * ldc + c);
     const float v[4] = {x.x, x.y, x.z, x.w};
-    store_chunk(ep, g, m, n, N, v);
+    store_chunk<kRowGrid>(ep, g, m, n, N, v);
   }
 }
 

@@ -271,9 +271,43 @@ struct ConvFwdASource {
   }
 };
 
+// Which input pixels and taps one backward-data GEMM covers (conv2d_tc_impl.h, stride phases):
+// the pixels h = h0 + i*step_h (i < Hp) by w = w0 + j*step_w (j < Wp) of every image, and the
+// taps kh = kh0 + a*kstep_h (a < KHp) by kw = kw0 + b*kstep_w (b < KWp). The whole problem is
+// h0 = kh0 = 0 with steps of 1 (all_pixels_and_taps); a stride phase is the pixels whose
+// (h + ph) mod sh is one value, and the taps whose (kh*dh) mod sh is that value: the only taps
+// that reach those pixels. Rows m = (n, i, j) and columns k = ((a, b), o), o fastest.
+struct DgradCover {
+  int h0 = 0, w0 = 0, Hp = 0, Wp = 0, step_h = 1, step_w = 1;
+  int kh0 = 0, kw0 = 0, KHp = 0, KWp = 0, kstep_h = 1, kstep_w = 1;
+  int kw_end = 0;  // kw0 + KWp*kstep_w: a kw at or past it wraps to the next tap row
+  // KWp, kstep_h, kstep_w as divisors (set by finish()): a plain `/` by a runtime value is a long
+  // routine, and the element-wise path divides per element inside the main loop, where its
+  // registers count against every path's (fast_divmod.h).
+  FastDivmod by_kwp, by_kstep_h, by_kstep_w;
+  void finish() {
+    kw_end = kw0 + KWp * kstep_w;
+    by_kwp = FastDivmod(KWp > 0 ? KWp : 1);
+    by_kstep_h = FastDivmod(kstep_h);
+    by_kstep_w = FastDivmod(kstep_w);
+  }
+  // The cover's t-th tap (t < KHp*KWp) as (kh, kw).
+  __device__ void tap(int t, int& kh, int& kw) const {
+    int a, b;
+    by_kwp.divmod(t, a, b);
+    kh = kh0 + a * kstep_h;
+    kw = kw0 + b * kstep_w;
+  }
+  // The inverse: the index t of the cover's tap (kh, kw).
+  __device__ int index(int kh, int kw) const {
+    return by_kstep_h.div(kh - kh0) * KWp + by_kstep_w.div(kw - kw0);
+  }
+};
+
 // Backward data, A[m, k] (Major::k): m = input pixel (n, h, w), k = (kh, kw, o) with o fastest:
 //   A[m, k] = dy[n, ho, wo, g*Og + o]  where ho*sh = h + ph - kh*dh and wo*sw = w + pw - kw*dw,
 //   0 when either does not divide exactly or falls outside the output.
+// Over a DgradCover: m numbers the cover's pixels and k its taps (with o), as above.
 template <class T>
 struct ConvBwdDataASource {
   static constexpr int kChunk = Element<T>::kChunk;
@@ -282,6 +316,7 @@ struct ConvBwdDataASource {
   ConvGeometry geo;
   int Og, M, K;
   FastDivmod by_og;  // Og
+  DgradCover cover;
 
   __device__ ConvBwdDataASource with_group(int g) const {
     ConvBwdDataASource s = *this;
@@ -304,8 +339,9 @@ struct ConvBwdDataASource {
   };
   __device__ Slot slot(int m) const {
     if (m >= M) return {0, kOutside, 0, 0};
-    const int hw = geo.H * geo.W;
-    const int n = m / hw, rest = m - n * hw, h = rest / geo.W, w = rest - h * geo.W;
+    const int hw = cover.Hp * cover.Wp;
+    const int n = m / hw, rest = m - n * hw, i = rest / cover.Wp, j = rest - i * cover.Wp;
+    const int h = cover.h0 + i * cover.step_h, w = cover.w0 + j * cover.step_w;
     int qh, rh, qw, rw;
     geo.by_sh.divmod(h + geo.ph, qh, rh);
     geo.by_sw.divmod(w + geo.pw, qw, rw);
@@ -313,7 +349,7 @@ struct ConvBwdDataASource {
             rh | (rw << 16)};
   }
   // k = (kh, kw, o), o fastest. A tap change (once per Og/STEP tiles) recomputes the tap's part
-  // with two divisions by the strides; past K, kh >= KH.
+  // with two divisions by the strides; past K, kh >= KH (the tap after a cover's last is past it).
   struct Cursor {
     int o, kw, kh;
     int kq, kqw, phase;
@@ -330,7 +366,7 @@ struct ConvBwdDataASource {
     Cursor cur;
     int tap;
     by_og.divmod(k, tap, cur.o);
-    geo.by_kw.divmod(tap, cur.kh, cur.kw);
+    cover.tap(tap, cur.kh, cur.kw);
     set_tap(cur);
     return cur;
   }
@@ -341,15 +377,16 @@ struct ConvBwdDataASource {
     if (cur.o >= Og) {
       do {
         cur.o -= Og;
-        if (++cur.kw == geo.KW) {
-          cur.kw = 0;
-          ++cur.kh;
+        cur.kw += cover.kstep_w;
+        if (cur.kw >= cover.kw_end) {
+          cur.kw = cover.kw0;
+          cur.kh += cover.kstep_h;
         }
       } while (cur.o >= Og);
       set_tap(cur);
     }
   }
-  __device__ int k_of(const Cursor& cur) const { return (cur.kh * geo.KW + cur.kw) * Og + cur.o; }
+  __device__ int k_of(const Cursor& cur) const { return cover.index(cur.kh, cur.kw) * Og + cur.o; }
 
   __device__ bool inside(const Slot& s, const Cursor& cur) const {
     const int ho = s.qh - cur.kq, wo = s.qw - cur.kqw;
@@ -370,12 +407,15 @@ struct ConvBwdDataASource {
 
 // Backward data, B[k, c] (Major::mn, c contiguous): k = (kh, kw, o) with o fastest,
 //   B[k, c] = w[g*Og + o, kh, kw, c]   (w is [O, KH, KW, Cg]).
+// Over a DgradCover (the A source's): k numbers the cover's taps (with o).
 template <class T>
 struct ConvBwdDataBSource {
   static constexpr int kChunk = Element<T>::kChunk;
   const T* w;
   int taps, Og, Cg, K;
   FastDivmod by_og;  // Og
+  FastDivmod by_kw;  // KW
+  DgradCover cover;
 
   __device__ ConvBwdDataBSource with_group(int g) const {
     ConvBwdDataBSource s = *this;
@@ -386,27 +426,48 @@ struct ConvBwdDataBSource {
     int c;
   };
   __device__ Slot slot(int c) const { return {c}; }
-  // k = (tap, o), o fastest, with off = (o*taps + tap)*Cg; past K, tap >= taps.
+  // k = (tap, o), o fastest, with tap = kh*KW + kw and off = (o*taps + tap)*Cg; past K, tap >= taps.
+  // The cursor holds the tap alone (a Major::mn tile has one cursor per chunk row: registers); the
+  // cover's next tap, once per Og/STEP tiles, takes it apart with one FastDivmod.
   struct Cursor {
     int o, tap;
     int64_t off;
   };
+  __device__ int first_tap(int t) const {  // the cover's t-th tap
+    int kh, kw;
+    cover.tap(t, kh, kw);
+    return kh * by_kw.d + kw;
+  }
   __device__ Cursor cursor(int k) const {
-    int o, tap;
-    by_og.divmod(k, tap, o);
+    int o, t;
+    by_og.divmod(k, t, o);
+    const int tap = first_tap(t);
     return {o, tap, (static_cast<int64_t>(o) * taps + tap) * Cg};
   }
   template <int STEP>
   __device__ void advance(Cursor& cur) const {
     cur.o += STEP;
     cur.off += static_cast<int64_t>(STEP) * taps * Cg;
-    while (cur.o >= Og) {
-      cur.o -= Og;
-      ++cur.tap;
-      cur.off += Cg - static_cast<int64_t>(Og) * taps * Cg;
+    if (cur.o >= Og) {
+      int kh, kw;
+      by_kw.divmod(cur.tap, kh, kw);
+      do {
+        cur.o -= Og;
+        kw += cover.kstep_w;
+        if (kw >= cover.kw_end) {
+          kw = cover.kw0;
+          kh += cover.kstep_h;
+        }
+      } while (cur.o >= Og);
+      cur.tap = kh * by_kw.d + kw;
+      cur.off = (static_cast<int64_t>(cur.o) * taps + cur.tap) * Cg;
     }
   }
-  __device__ int k_of(const Cursor& cur) const { return cur.tap * Og + cur.o; }
+  __device__ int k_of(const Cursor& cur) const {
+    int kh, kw;
+    by_kw.divmod(cur.tap, kh, kw);
+    return cover.index(kh, kw) * Og + cur.o;
+  }
   // Vectorised path: Cg is a multiple of kChunk, so an existing chunk is whole.
   __device__ int chunk(const Slot& s, const Cursor& cur, const T*& p) const {
     const bool in = cur.tap < taps && s.c < Cg;

@@ -135,7 +135,7 @@ seg::test::Tolerance tolerance(bool integer, int64_t depth, const std::vector<do
 
 template <class T>
 void check_conv(const ConvCase& cc, bool integer, TcOptions opt, const std::vector<seg::test::CudaConfig>& configs,
-                TcActivation act = TcActivation::none) {
+                TcActivation act = TcActivation::none, bool stride_phases = true) {
   const ConvShape& s = cc.s;
   const int64_t P = s.N * s.Ho() * s.Wo(), NHW = s.N * s.H * s.W;
   const int64_t ldx = s.C + cc.extra_x, ldy = s.O + cc.extra_y;
@@ -173,6 +173,7 @@ void check_conv(const ConvCase& cc, bool integer, TcOptions opt, const std::vect
   args.ldx = ldx;
   args.ldy = ldy;
   args.act = act;
+  args.stride_phases = stride_phases;
   // With a forced split, enough workspace for the forward and backward-data GEMMs to split too
   // (the product splits backward weight only): every source then starts a split mid-K.
   const size_t split_bytes = opt.split_k > 1 ? static_cast<size_t>(opt.split_k) * 4 * std::max(P * s.O, NHW * s.C) : 0;
@@ -183,7 +184,8 @@ void check_conv(const ConvCase& cc, bool integer, TcOptions opt, const std::vect
   const T* dyv = ddy_in.get() + cc.offset;
   const std::string name = std::string(cc.what) + (integer ? " (integer)" : " (real)") + " family " +
                            seg::cuda::tc_family_name(opt.family) + " tile " +
-                           std::to_string(static_cast<int>(opt.tile)) + " split " + std::to_string(opt.split_k);
+                           std::to_string(static_cast<int>(opt.tile)) + " split " + std::to_string(opt.split_k) +
+                           (stride_phases ? "" : " (no stride phases)");
   for (const auto& cfg : configs) {
     seg::test::ScopedConfig scoped(cfg);
     // forward
@@ -245,6 +247,15 @@ const ConvCase kCases[] = {
     {"3x3 16->16 on a 3x40 image (a K tile of pixels crosses a row)", shape(1, 3, 40, 16, 16, 3, 1, 1, 1)},
     {"3x3 stride 2, dilation 2, pad 2, 16->16", shape(1, 9, 10, 16, 16, 3, 2, 2, 2)},
     {"3x2 kernel, stride 2x1, dilation 1x2, pad 1x1, 16->24", asymmetric(shape(2, 7, 6, 16, 24, 3, 1, 1, 1))},
+    // Backward data of a strided convolution runs one GEMM per stride phase and writes that phase's
+    // pixels of dx through a row grid, or fills them with zeros when no tap reaches them (the odd
+    // rows and columns of a 1x1 stride 2; with dilation 2 and stride 2, every pixel of an odd phase):
+    // on channel slices, where a grid step or the fill that ignored the pixel stride would show.
+    {"1x1 stride 2 downsample on channel slices: pixel stride C+5, O+3, offset 3", shape(2, 7, 6, 16, 32, 1, 2, 0, 1), 5,
+     3, 3},
+    {"3x3 stride 2, 2 groups, on aligned channel slices: pixel stride C+8, O+8", shape(1, 9, 8, 16, 32, 3, 2, 1, 1, 2), 8,
+     8, 8},
+    {"3x3 stride 3, pad 1, 16->16 (three phases a dimension, one tap each)", shape(1, 10, 11, 16, 16, 3, 3, 1, 1)},
 };
 
 }  // namespace
@@ -295,6 +306,14 @@ TEST_CASE("conv2d_tc: backward weight's two-part main loop (large tile, many pix
       check_conv<f16>(c, true, TcOptions{TcFamily::automatic, TcTile::large, split}, seg::test::cuda_config_rr());
       check_conv<bf16>(c, true, TcOptions{TcFamily::automatic, TcTile::large, split}, seg::test::cuda_config_rr());
     }
+}
+
+// ConvTcArgs::stride_phases = false is backward data as before 2026-12-07 (one GEMM over every pixel
+// and tap; the kernel lab's v7): still exact on the strided shapes.
+TEST_CASE("conv2d_tc: backward data without stride phases, strided shapes") {
+  for (const ConvCase& c : kCases)
+    if (c.s.stride_h > 1 || c.s.stride_w > 1)
+      check_conv<f16>(c, true, TcOptions{}, seg::test::cuda_config_rr(), TcActivation::none, false);
 }
 
 TEST_CASE("conv2d_tc: forward with fused ReLU and ReLU6") {

@@ -191,4 +191,59 @@ TEST_CASE("tc counters: backward weight of a 3-channel input pads the channels a
   for (size_t i = 0; i < a.size(); ++i) REQUIRE_MESSAGE(a[i].bits == b[i].bits, "element " << i);
 }
 
+TEST_CASE("tc counters: strided backward data runs one GEMM per stride phase, over only the taps that reach it" *
+          SEG_REQUIRES(tc_counters)) {
+  // Backward data of a stride-2 convolution, with and without the stride phases (ConvTcArgs::
+  // stride_phases; gemm/conv2d_tc_impl.h, dgrad_covers). 3x3 pad 1: a pixel meets 1, 2 or 4 of the
+  // 9 taps (2.25 on average), so the one GEMM over every (pixel, tap) pair issues about 4 times the
+  // MMAs the four phase GEMMs need. 1x1: only even rows and columns meet the tap, one GEMM over a
+  // quarter of the pixels and a fill of the rest. Integer inputs, so both ways are exact: equal bits.
+  struct Case {
+    const char* what;
+    int64_t K, pad, O;
+    int gemms;    // GEMM launches with the phases (the fill is not one)
+    int at_least; // MMAs without the phases / with them: at least this
+  };
+  for (const Case& c : {Case{"3x3 stride 2 pad 1, 16->16", 3, 1, 16, 4, 4}, Case{"1x1 stride 2, 16->32", 1, 0, 32, 1, 4}}) {
+    seg::ConvShape s;
+    s.N = 2;
+    s.H = s.W = 16;
+    s.C = 16;
+    s.O = c.O;
+    s.KH = s.KW = c.K;
+    s.stride_h = s.stride_w = 2;
+    s.pad_h = s.pad_w = c.pad;
+    seg::test::DeviceBuffer<f16> w(seg::test::tc_inputs<f16>(static_cast<size_t>(s.w_numel()), 4, true));
+    seg::test::DeviceBuffer<f16> dy(seg::test::tc_inputs<f16>(static_cast<size_t>(s.y_numel()), 5, true));
+    seg::test::DeviceBuffer<f16> phased_dx(static_cast<size_t>(s.x_numel())), plain_dx(static_cast<size_t>(s.x_numel()));
+    seg::cuda::ConvTcArgs args;
+    auto run = [&](bool phases, f16* dx) {
+      args.stride_phases = phases;
+      return seg::test::kernel_counters_of(
+          [&] { seg::cuda::conv2d_backward_data_tc<f16>(s, w.get(), dy.get(), dx, nullptr, args); });
+    };
+    const auto phased = run(true, phased_dx.get()), plain = run(false, plain_dx.get());
+    auto mma_of = [](const std::vector<seg::sim::KernelCounters>& all, int* launches) {
+      int64_t mma = 0;
+      *launches = 0;
+      for (const auto& k : all)
+        if (k.mma_instructions > 0) {
+          mma += static_cast<int64_t>(k.mma_instructions);
+          *launches += static_cast<int>(k.launches);
+        }
+      return mma;
+    };
+    int phased_launches = 0, plain_launches = 0;
+    const int64_t phased_mma = mma_of(phased, &phased_launches), plain_mma = mma_of(plain, &plain_launches);
+    const std::string what = c.what;
+    INFO(what << ": MMAs " << phased_mma << " in " << phased_launches << " GEMM launches with the phases, "
+                << plain_mma << " in " << plain_launches << " without");
+    CHECK(plain_launches == 1);
+    CHECK(phased_launches == c.gemms);
+    CHECK(phased_mma * c.at_least <= plain_mma);
+    const auto a = phased_dx.download(), b = plain_dx.download();
+    for (size_t i = 0; i < a.size(); ++i) REQUIRE_MESSAGE(a[i].bits == b[i].bits, c.what << ": element " << i);
+  }
+}
+
 #endif  // SEG_TC_COUNTERS_BUILT
