@@ -98,16 +98,7 @@ void run_one_stage(const G& g, seg::cuda::Stream stream) {
   using A = decltype(g.p.a);
   using B = decltype(g.p.b);
   using Kernel = GemmKernel<__half, OneStage, MA, MB, SmemKind::plain, MmaSyncWarpTile, A, B>;
-  typename Kernel::Params q{};
-  q.a = g.p.a;
-  q.b = g.p.b;
-  q.M = g.p.M;
-  q.N = g.p.N;
-  q.K = g.p.K;
-  q.vec_a = g.p.vec_a;
-  q.vec_b = g.p.vec_b;
-  q.ep = g.p.ep;
-  launch_gemm<Kernel>(q, g.groups, 1, seg::cuda::TcWorkspace{}, stream);
+  launch_gemm_args<Kernel>(g.p, g.groups, 1, seg::cuda::TcWorkspace{}, stream);
 }
 
 // The automatic split count of backward weight before 2026-12-07: split only when the output
@@ -182,17 +173,7 @@ void backward_data_k_major_weights(const ConvProblem& p, const seg::cuda::ConvTc
   // backward data at one HMMA per ~55 clocks per scheduler, with ~7 instructions to issue per
   // HMMA: stalls, not issue, so the orientation can still show through the longer loop.
   auto go = [&](auto kernel_tag) {
-    using Kernel = typename decltype(kernel_tag)::type;
-    typename Kernel::Params k;
-    k.a = q.a;
-    k.b = q.b;
-    k.M = q.M;
-    k.N = q.N;
-    k.K = q.K;
-    k.vec_a = q.vec_a;
-    k.vec_b = q.vec_b;
-    k.ep = q.ep;
-    launch_gemm<Kernel>(k, g.groups, args.options.split_k, rest, stream);
+    launch_gemm_args<typename decltype(kernel_tag)::type>(q, g.groups, args.options.split_k, rest, stream);
   };
   using A = ConvBwdDataASource<__half>;
   using B = ConvFwdWeights<__half>;

@@ -122,6 +122,23 @@ void launch_gemm(typename Kernel::Params p, int groups, int requested_splits, Tc
   }
 }
 
+// Launches Kernel on what a launcher filled in a GemmArgs (below): its sources, extents, 16-byte
+// flags and epilogue copied into the kernel's Params; launch_gemm adds the split plan. dispatch_gemm
+// and the kernel lab's own kernel choices (kernels/lab/conv_tc_lab.cu) launch through it.
+template <class Kernel, class Args>
+void launch_gemm_args(const Args& p, int groups, int requested_splits, TcWorkspace ws, Stream stream) {
+  typename Kernel::Params q{};
+  q.a = p.a;
+  q.b = p.b;
+  q.M = p.M;
+  q.N = p.N;
+  q.K = p.K;
+  q.vec_a = p.vec_a;
+  q.vec_b = p.vec_b;
+  q.ep = p.ep;
+  launch_gemm<Kernel>(q, groups, requested_splits, ws, stream);
+}
+
 // Chooses the kernel for (family, tile) and launches it. Params are GemmKernel's (any kernel with
 // these sources has the same Params layout). WmmaHalves = false leaves the WMMA kernels for f16 and
 // bf16 uninstantiated (the convolutions: compile time), and asking for them is an error.
@@ -135,17 +152,7 @@ void dispatch_gemm(const Params& p, TcFamily family, TcTile tile, int groups, in
         "tensor-core convolution: f16/bf16 convolutions are built with the mma.sync family only (wmma: float, TF32)");
   const bool large = use_large_tile(tile, p.M, p.N, groups);
   auto go = [&](auto kernel_tag) {
-    using Kernel = typename decltype(kernel_tag)::type;
-    typename Kernel::Params q;
-    q.a = p.a;
-    q.b = p.b;
-    q.M = p.M;
-    q.N = p.N;
-    q.K = p.K;
-    q.vec_a = p.vec_a;
-    q.vec_b = p.vec_b;
-    q.ep = p.ep;
-    launch_gemm<Kernel>(q, groups, requested_splits, ws, stream);
+    launch_gemm_args<typename decltype(kernel_tag)::type>(p, groups, requested_splits, ws, stream);
   };
   using L = typename Tiles<T>::Large;
   using S = typename Tiles<T>::Small;
