@@ -239,10 +239,10 @@ inline std::vector<DgradCover> dgrad_covers(const ConvShape& s, bool stride_phas
   return covers;
 }
 
-// Whether a cover is the whole input grid (its rows are dx's rows: no RowGrid needed).
+// Whether a cover is the whole input grid (its rows are dx's rows: no RowGrid needed). From the
+// first row, a step over 1 covers all H rows only when H is 1, where the step does not matter.
 inline bool whole_grid(const ConvShape& s, const DgradCover& c) {
-  return c.h0 == 0 && c.w0 == 0 && c.Hp == s.H && c.Wp == s.W && (c.step_h == 1 || c.Hp == 1) &&
-         (c.step_w == 1 || c.Wp == 1);
+  return c.h0 == 0 && c.w0 == 0 && c.Hp == s.H && c.Wp == s.W;
 }
 
 template <class T>
@@ -268,7 +268,7 @@ ConvGemm<ConvBwdDataASource<device_t<T>>, ConvBwdDataBSource<device_t<T>>> backw
   p.ep.d = dx;
   p.ep.ldd = ldx;
   if (!whole_grid(s, cover)) {
-    p.ep.rows.grid_w = cover.Wp;
+    p.ep.rows.on = true;
     p.ep.rows.by_image = FastDivmod(cover.Hp * cover.Wp);
     p.ep.rows.by_w = FastDivmod(cover.Wp);
     p.ep.rows.base = (static_cast<int64_t>(cover.h0) * s.W + cover.w0) * ldx;

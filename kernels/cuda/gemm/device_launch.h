@@ -113,7 +113,7 @@ void launch_gemm(typename Kernel::Params p, int groups, int requested_splits, Tc
     const int64_t cap = static_cast<int64_t>(device_sm_count()) * 8;
     const int64_t blocks = (work + 255) / 256 < cap ? (work + 255) / 256 : cap;
     const unsigned reduce_blocks = static_cast<unsigned>(blocks > 0 ? blocks : 1);
-    if (p.ep.rows.grid_w > 0)  // backward data by stride phase (epilogue.h, RowGrid)
+    if (p.ep.rows.on)  // backward data by stride phase (epilogue.h, RowGrid)
       SEG_LAUNCH((splitk_reduce_kernel<256, true>), reduce_blocks, 256, 0, stream, p.partial, plan.splits, p.M, p.N,
                  groups, p.ep);
     else

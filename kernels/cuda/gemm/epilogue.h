@@ -11,7 +11,7 @@
 //   beta == 0 never reads D (it may hold NaN); bias may be null; act: none, ReLU, ReLU6 (NaN stays
 //   NaN, as in PyTorch). D is row-major with leading dimension ldd; with groups, group g's D starts
 //   d_group_stride elements further (its bias bias_group_stride elements further).
-//   Rows on a pixel grid (RowGrid, when grid_w > 0): row m = (n, i, j) of images of grid_h x grid_w
+//   Rows on a pixel grid (RowGrid, when `on`): row m = (n, i, j) of images of grid_h x grid_w
 //   rows starts at base + n*image + i*step_h + j*step_w elements instead of m*ldd. Backward data
 //   by stride phase (conv2d_tc_impl.h) writes a phase's pixels, every sh-th row and sw-th column of
 //   dx, this way.
@@ -33,7 +33,7 @@ enum class OutType : int { f32, f16, bf16 };
 enum class Act : int { none, relu, relu6 };
 
 struct RowGrid {
-  int grid_w = 0;  // 0: plain rows, m*ldd
+  bool on = false;  // false: plain rows, m*ldd
   FastDivmod by_image, by_w;  // grid_h*grid_w and grid_w: multiply-and-shift (kernels/common/fast_divmod.h)
   int64_t base = 0, image = 0, step_h = 0, step_w = 0;
 };
@@ -81,7 +81,7 @@ __device__ __forceinline__ uint32_t pack2(float lo, float hi, OutType t) {
 // with it unconditional, ptxas spilled 8 bytes in the bf16 WMMA 128x128 GEMM on sm_80.
 template <bool kRowGrid>
 __device__ __forceinline__ int64_t row_offset(const EpilogueParams& ep, int m) {
-  if (!kRowGrid || ep.rows.grid_w == 0) return static_cast<int64_t>(m) * ep.ldd;
+  if (!kRowGrid || !ep.rows.on) return static_cast<int64_t>(m) * ep.ldd;
   int n, rest, i, j;
   ep.rows.by_image.divmod(m, n, rest);
   ep.rows.by_w.divmod(rest, i, j);
