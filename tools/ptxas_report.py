@@ -179,13 +179,14 @@ def base_name(demangled):
 TC = re.compile(r"GemmKernel<([^,]+), seg::cuda::tc::TileShape<(\d+), (\d+), (\d+), (\d+), (\d+), (\d+)>, "
                 r"\(seg::cuda::tc::Major\)(\d), \(seg::cuda::tc::Major\)(\d), \(seg::cuda::tc::SmemKind\)(\d), "
                 r"seg::cuda::tc::(\w+), seg::cuda::tc::(\w+)<[^>]*>, seg::cuda::tc::(\w+)<[^>]*>, "
-                r"\(seg::cuda::tc::Plant\)(\d), \(seg::cuda::tc::MainLoop\)(\d)(?:, (?:true|false))?>")
+                r"\(seg::cuda::tc::Plant\)(\d), \(seg::cuda::tc::MainLoop\)(\d)(?:, (?:true|false))?(?:, (-?\d+))?>")
 ELEMENT = {"__half": ("f16", 2), "__nv_bfloat16": ("bf16", 2), "float": ("tf32", 4)}
 SMEM_KIND = {"0": "plain", "1": "padded", "2": "swizzled"}
 STAGE_PAD = {"MmaSyncWarpTile": 8, "WmmaWarpTile": 4}  # warp_tile.h, kStagePad (floats)
-# GemmKernel's last argument, InsideK_ (block_tile.h's two-part main loop), is matched but left out of
-# the label: it changes nothing where neither source has the inside form, and `diff` compares
-# kernels across it.
+# GemmKernel's InsideK_ (block_tile.h's two-part main loop) is matched but left out of the label: it
+# changes nothing where neither source has the inside form, and `diff` compares kernels across it.
+# Its last argument, MinBlocks_, is labelled only when it overrides the rule (>= 0: the lab's A/B
+# kernels); -1 (min_blocks_per_sm decides) is every product kernel's.
 
 
 def tc_kernel(demangled):
@@ -193,7 +194,7 @@ def tc_kernel(demangled):
     m = TC.search(demangled)
     if not m or not demangled.startswith("void seg::cuda::tc::gemm_tc_kernel<"):
         return None
-    elem, bm, bn, bk, warps_m, warps_n, stages, ma, mb, kind, warp, src_a, src_b, plant, loop = m.groups()
+    elem, bm, bn, bk, warps_m, warps_n, stages, ma, mb, kind, warp, src_a, src_b, plant, loop, min_blocks = m.groups()
     bm, bn, bk, warps_m, warps_n, stages = map(int, (bm, bn, bk, warps_m, warps_n, stages))
     ename, size = ELEMENT[elem]
     chunk = 16 // size
@@ -217,6 +218,8 @@ def tc_kernel(demangled):
         label += " prefetch"
     if plant != "0":
         label += f" plant {plant}"
+    if min_blocks is not None and int(min_blocks) >= 0:
+        label += f" min-blocks {min_blocks}"
     return label, threads, max(pipeline, epilogue)
 
 

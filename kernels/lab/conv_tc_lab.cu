@@ -21,6 +21,10 @@
 //   v7  v3's backward data as before 2026-12-07 on strided layers: one GEMM over every (pixel,
 //       tap) pair instead of one per stride phase (ConvTcArgs::stride_phases). Only backward data
 //       of strided layers; elsewhere it is v3
+//   v8  v3's backward weight with the large tile's kernel as before 2026-12-07: no launch bound,
+//       so ptxas takes 160 registers and one block of 8 warps fits an SM, where v3's is bounded to
+//       two (block_tile.h, min_blocks_per_sm; a longer main loop). Only backward weight with the
+//       large tile and no channel pad; elsewhere it is v3
 #include <cuda_fp16.h>
 
 #include <algorithm>
@@ -183,6 +187,18 @@ void backward_data_k_major_weights(const ConvProblem& p, const seg::cuda::ConvTc
     go(std::type_identity<GemmKernel<__half, Tiles<__half>::Small, Major::k, Major::k, SmemKind::swizzled, MmaSyncWarpTile, A, B>>{});
 }
 
+// v8: backward weight as v3 runs it (the same GEMM, split plan and workspace), launched with the
+// large tile's kernel without a launch bound (MinBlocks_ = 0). v3 takes the same path when the
+// large tile is chosen and the channels need no pad; the caller checks both.
+void backward_weight_unbounded(const ConvProblem& p, const seg::cuda::ConvTcArgs& args, seg::cuda::Stream stream) {
+  const auto g = backward_weight_gemm<seg::f16>(p.s, p.x, p.dy, p.out, args);
+  using A = MatrixSource<__half, Major::mn>;
+  using B = ConvBwdWeightBSource<__half>;
+  using Kernel = GemmKernel<__half, Tiles<__half>::Backward, Major::mn, Major::mn, SmemKind::swizzled, MmaSyncWarpTile,
+                            A, B, Plant::none, MainLoop::barrier_first, true, 0>;
+  launch_gemm_args<Kernel>(g.p, g.groups, args.options.split_k, args.workspace, stream);
+}
+
 }  // namespace
 
 const char* conv_dir_name(ConvDir d) {
@@ -198,6 +214,7 @@ const std::vector<Version>& conv_versions() {
       {5, "cudnn", "cuDNN (the baseline)", true},
       {6, "bwd-data-w-kmajor", "v3 with backward data's weights transposed once, read K-major as forward's", false},
       {7, "product-no-phases", "v3 with strided backward data as one GEMM over every tap, as before 2026-12-07", false},
+      {8, "bwd-weight-1-block", "v3 with backward weight's large-tile kernel unbounded (160 registers, 1 block per SM)", false},
   };
   return v;
 }
@@ -329,6 +346,14 @@ int run_conv_version(int id, const ConvProblem& p, seg::cuda::Stream stream) {
       args.stride_phases = false;
       seg::cuda::conv2d_backward_data_tc<seg::f16>(s, p.w, p.dy, p.out, stream, args);
       return true;
+    case 8: {
+      if (p.dir != ConvDir::backward_weight || channel_pad<seg::f16>(s, {}).applies) return kSameAsProduct;
+      const ConvDims dims = conv_dims(s, "lab v8");
+      if (!use_large_tile(args.options.tile, dims.Og, static_cast<int64_t>(dims.taps) * dims.Cg, dims.groups))
+        return kSameAsProduct;
+      backward_weight_unbounded(p, args, stream);
+      return true;
+    }
     default: return false;
   }
 }

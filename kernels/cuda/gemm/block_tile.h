@@ -61,14 +61,34 @@ template <class T>
 struct ConvFwdASource;
 template <class T>
 struct ConvBwdDataASource;
+template <class T>
+struct ConvBwdWeightBSource;
 // The one configuration where ptxas's own register choice spilled (tools/ptxas_report.py;
 // docs/tensor-cores.md, "Static evidence"): the TF32 WMMA forward convolution with the 64x64 tile
 // took 96 registers on sm_90 (5 blocks of 4 warps per SM) and spilled 4 bytes. Told that 5 blocks
 // must fit (at most 102 registers), ptxas allocates the same 96 without a spill: same occupancy.
 // On sm_80 the same bound makes it spill where its own choice (96, no spill) did not, so the bound
 // is for sm_90 and later only (the CUDA guide's way: __CUDA_ARCH__ in the launch bounds).
-template <class T, class Shape, class ASource>
+template <class T, class Shape, class ASource, class BSource>
 constexpr int min_blocks_per_sm() {
+#if defined(__CUDA_ARCH__)
+  // The backward convolutions' large tiles (2026-12-07): two blocks of 8 warps per SM instead of
+  // one. The first GPU run (docs/performance.md) found these kernels stalled, not issue-bound, and
+  // backward weight 3x faster with 15.5 warps per SM than with 4: latency that more warps hide.
+  // Unbounded, ptxas took 160 registers for the f16/bf16 backward weight and 184-192 for TF32
+  // backward data and weight (BK 16, sm_90): one block per SM. Bounded, the f16/bf16 one fits 128
+  // without a spill on sm_90 (its steady trip grows from 190 to 248 instructions per 32 HMMA; on
+  // sm_80 it spills 4 bytes, so there it stays unbounded); TF32 spilled
+  // 16-92 bytes at BK 16, so its backward tile is BK 8 with 4 stages (Tiles<float>::Backward,
+  // device_launch.h), which fits 128 without one. Lab conv v8 keeps the unbounded f16 kernel: the A/B.
+  constexpr bool kLarge = Shape::BM == 128 && Shape::BN == 128;
+  constexpr bool kBwdData = std::is_same_v<ASource, ConvBwdDataASource<T>>;
+  constexpr bool kBwdWeight = std::is_same_v<BSource, ConvBwdWeightBSource<T>>;
+  if constexpr (kLarge && std::is_same_v<T, float> && Shape::BK == 8 && (kBwdData || kBwdWeight)) return 2;
+#if __CUDA_ARCH__ >= 900
+  if constexpr (kLarge && !std::is_same_v<T, float> && kBwdWeight) return 2;  // sm_80: spills 4 bytes
+#endif
+#endif
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   if constexpr (std::is_same_v<T, float> && std::is_same_v<ASource, ConvFwdASource<float>> && Shape::BM == 64 &&
                 Shape::BN == 64)
@@ -94,7 +114,8 @@ constexpr int min_blocks_per_sm() {
 
 template <class T_, class Shape_, Major MA_, Major MB_, SmemKind Kind_,
           template <class, class, Major, Major, class, class> class WarpTile_, class ASource_, class BSource_,
-          Plant Plant_ = Plant::none, MainLoop Loop_ = MainLoop::barrier_first, bool InsideK_ = false>
+          Plant Plant_ = Plant::none, MainLoop Loop_ = MainLoop::barrier_first, bool InsideK_ = false,
+          int MinBlocks_ = -1>
 struct GemmKernel {
   using T = T_;
   using Shape = Shape_;
@@ -104,8 +125,9 @@ struct GemmKernel {
   static constexpr int BM = Shape::BM, BN = Shape::BN, BK = Shape::BK, STAGES = Shape::STAGES;
   static constexpr int THREADS = Shape::THREADS;
   // Blocks per SM that ptxas must fit (__launch_bounds__'s second argument; 0 leaves the register
-  // count to ptxas, the same PTX as no second argument). Set where ptxas's own choice spills.
-  static constexpr int MIN_BLOCKS = min_blocks_per_sm<T, Shape, ASource_>();
+  // count to ptxas, the same PTX as no second argument). Set where ptxas's own choice spills or
+  // costs a block per SM (min_blocks_per_sm); MinBlocks_ >= 0 overrides it (the lab's A/B versions).
+  static constexpr int MIN_BLOCKS = MinBlocks_ >= 0 ? MinBlocks_ : min_blocks_per_sm<T, Shape, ASource_, BSource_>();
   // Whether the epilogue may write rows on a pixel grid (epilogue.h, RowGrid): backward data only.
   static constexpr bool kRowGrid = std::is_same_v<ASource_, ConvBwdDataASource<T_>>;
   using TileA = OperandTile<Kind_, MA, BM, BK, T>;

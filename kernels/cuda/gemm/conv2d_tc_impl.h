@@ -318,7 +318,7 @@ SplitPlan conv_backward_weight_plan(const ConvDims& d, const TcOptions& o, size_
   using DT = device_t<T>;
   const int J = d.taps * d.Cg;
   const bool large = use_large_tile(o.tile, d.Og, J, d.groups);
-  using L = typename Tiles<DT>::Large;
+  using L = typename Tiles<DT>::Backward;  // the tile dispatch_gemm runs backward weight with
   using S = typename Tiles<DT>::Small;
   return large ? plan_split_k(d.Og, J, d.P, d.groups, L::BM, L::BN, L::BK, L::THREADS / 32, o.split_k, available)
                : plan_split_k(d.Og, J, d.P, d.groups, S::BM, S::BN, S::BK, S::THREADS / 32, o.split_k, available);

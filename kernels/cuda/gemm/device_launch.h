@@ -45,17 +45,27 @@ inline Act act_of(TcActivation a) {
   return a == TcActivation::relu ? Act::relu : a == TcActivation::relu6 ? Act::relu6 : Act::none;
 }
 
-// The two block tiles of each element type (K tile: 64 bytes of a row either way).
+// The block tiles of each element type (K tile: 64 bytes of a row either way), and the large tile
+// of the backward convolutions: for f16/bf16 the same, for TF32 one of BK 8 with 4 stages (32 bytes
+// of a row, three tiles in flight), the one with which those kernels fit 128 registers without a
+// spill, two blocks per SM (block_tile.h, min_blocks_per_sm).
 template <class T>
 struct Tiles {
   using Large = TileShape<128, 128, 32, 2, 4, 3>;
   using Small = TileShape<64, 64, 32, 2, 2, 3>;
+  using Backward = Large;
 };
 template <>
 struct Tiles<float> {
   using Large = TileShape<128, 128, 16, 2, 4, 3>;
   using Small = TileShape<64, 64, 16, 2, 2, 3>;
+  using Backward = TileShape<128, 128, 8, 2, 4, 4>;
 };
+
+// Whether a GEMM with these sources is a backward convolution (it takes Tiles<T>::Backward).
+template <class T, class ASource, class BSource>
+inline constexpr bool kBackwardConv =
+    std::is_same_v<ASource, ConvBwdDataASource<T>> || std::is_same_v<BSource, ConvBwdWeightBSource<T>>;
 
 int device_sm_count();  // of the current device, cached per device
 
@@ -154,7 +164,7 @@ void dispatch_gemm(const Params& p, TcFamily family, TcTile tile, int groups, in
   auto go = [&](auto kernel_tag) {
     launch_gemm_args<typename decltype(kernel_tag)::type>(p, groups, requested_splits, ws, stream);
   };
-  using L = typename Tiles<T>::Large;
+  using L = std::conditional_t<kBackwardConv<T, ASource, BSource>, typename Tiles<T>::Backward, typename Tiles<T>::Large>;
   using S = typename Tiles<T>::Small;
   if constexpr (!is_float) {
     if (family == TcFamily::mma_sync) {

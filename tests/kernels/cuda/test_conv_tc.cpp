@@ -308,6 +308,20 @@ TEST_CASE("conv2d_tc: backward weight's two-part main loop (large tile, many pix
     }
 }
 
+// TF32's backward convolutions take their own large tile, BK 8 with 4 stages (device_launch.h,
+// Tiles<float>::Backward), and forward the BK 16 one: every direction with the large tile, on
+// shapes whose K runs through the 4-stage pipeline many times (240 pixels: 30 K tiles of backward
+// weight; 9 taps x 16 channels: 18 of backward data), whole and split (a split starts mid-K).
+TEST_CASE("conv2d_tc: TF32 with the large tiles (backward: BK 8, 4 stages)" * doctest::skip(seg::test::kSanitizerBuild)) {
+  const ConvCase deep[] = {{"3x3 16->16 on 2x12x10 (240 pixels)", shape(2, 12, 10, 16, 16, 3, 1, 1, 1)},
+                           {"3x3 stride 2 16->12 on 1x9x8", shape(1, 9, 8, 16, 12, 3, 2, 1, 1)}};
+  for (const ConvCase& c : deep)
+    for (const int split : {1, 3}) {
+      check_conv<float>(c, true, TcOptions{TcFamily::wmma, TcTile::large, split}, seg::test::cuda_config_rr());
+      check_conv<float>(c, false, TcOptions{TcFamily::wmma, TcTile::large, split}, seg::test::cuda_config_rr());
+    }
+}
+
 // ConvTcArgs::stride_phases = false is backward data as before 2026-12-07 (one GEMM over every pixel
 // and tap; the kernel lab's v7): still exact on the strided shapes.
 TEST_CASE("conv2d_tc: backward data without stride phases, strided shapes") {
