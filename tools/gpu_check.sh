@@ -10,7 +10,7 @@
 #      call (command, carry list, timeout).
 #   2. THERE, the one call:                          bash tools/gpu_check.sh
 #
-# Stages, in order, each with its own time limit (seconds). Their limits sum to 635 s; a global
+# Stages, in order, each with its own time limit (seconds). Their limits sum to 695 s; a global
 # budget (--budget, 540) shortens or skips the later stages when the earlier ones ran long, so a
 # 600 s call ends with the table printed even if every stage runs out its limit (the first H200
 # call's stages took 310 s in all):
@@ -31,7 +31,11 @@
 #                           v6; backward weight split the old way, conv v4);
 #                           tools/ncu_summary.py's table (tensor pipe, issue, stalls, conflicts)
 #   lab_conv_mobilenet  60  lab_tc conv --model mobilenet vs cuDNN (it ran out of 40 s on the first H200)
-#   lab_conv_resnet50   90  lab_tc conv --model resnet50 vs cuDNN (or more: all the budget left); both
+#   lab_conv_resnet50   90  lab_tc conv --model resnet50 vs cuDNN
+#   lab_conv_resnet50_f32 60 lab_tc conv 3,8 --dtype f32 --model resnet50: O0's TF32 convolutions, the
+#                           product (v3) against its backward kernels as before 2026-12-07 (v8, one
+#                           block per SM) and cuDNN (or more: all the budget left); the three lab_conv
+#                           stages
 #                           print the auto engine's table rows (--emit-auto-table) at the end
 # The lab runs with --reps 10 --warmup 3 --slow-cap 4: the SIMT versions (GEMM v1/v2, conv v1) only
 # on shapes of at most 4 GFLOP. Then it prints: segtrain against PyTorch per step, the simulator's
@@ -324,9 +328,11 @@ else
   # --emit-auto-table: the layers where cuDNN was faster, as rows for kernels/cuda/engine.cu's
   # kAutoTable (empty until a run measures it: --engine auto runs own everywhere until then).
   stage lab_conv_mobilenet 60 lab conv --model mobilenet --emit-auto-table
-  # the last stage: 90 s, or all that the budget has left
+  stage lab_conv_resnet50 90 lab conv --model resnet50 --emit-auto-table
+  # the last stage: 60 s, or all that the budget has left. O0 (TF32) was the largest gap to PyTorch
+  # on the first run (5.4x on ResNet50); v3 and v8 only (with cuDNN), to fit.
   l=$(left)
-  stage lab_conv_resnet50 $((l > 90 ? l : 90)) lab conv --model resnet50 --emit-auto-table
+  stage lab_conv_resnet50_f32 $((l > 60 ? l : 60)) lab conv 3,8 --dtype f32 --model resnet50 --emit-auto-table
 fi
 
 # --- the report ------------------------------------------------------------------------------------

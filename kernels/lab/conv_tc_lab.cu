@@ -1,5 +1,7 @@
-// Convolution versions of the CUDA kernel lab, f16 on NHWC activations and [O,KH,KW,Cg] weights,
-// each direction (forward, backward data, backward weight) on its own:  lab_tc conv [version]
+// Convolution versions of the CUDA kernel lab, f16 or f32 (TF32 tensor cores, O0's default) on NHWC
+// activations and [O,KH,KW,Cg] weights, each direction (forward, backward data, backward weight) on
+// its own:  lab_tc conv [version] [--dtype f16|f32]. In f32 the product's kernels are the TF32 WMMA
+// ones; v2 and v6 are f16 only.
 //
 //   v1  naive direct: one thread per output element, the 7-deep loop of the definition (SIMT)
 //   v2  implicit GEMM on tensor cores: the im2col addresses computed per 16-byte chunk in the
@@ -21,10 +23,11 @@
 //   v7  v3's backward data as before 2026-12-07 on strided layers: one GEMM over every (pixel,
 //       tap) pair instead of one per stride phase (ConvTcArgs::stride_phases). Only backward data
 //       of strided layers; elsewhere it is v3
-//   v8  v3's backward weight with the large tile's kernel as before 2026-12-07: no launch bound,
-//       so ptxas takes 160 registers and one block of 8 warps fits an SM, where v3's is bounded to
-//       two (block_tile.h, min_blocks_per_sm; a longer main loop). Only backward weight with the
-//       large tile and no channel pad; elsewhere it is v3
+//   v8  v3's backward with the large tile's kernels as before 2026-12-07, one block of 8 warps
+//       per SM where v3's have two (block_tile.h, min_blocks_per_sm): f16 backward weight without
+//       its launch bound (160 registers against 128 and a longer main loop); f32 backward data and
+//       weight on the BK 16 tile (184-192 registers) instead of BK 8 with 4 stages. Only those
+//       directions with the large tile (and, for backward weight, no channel pad); elsewhere v3
 #include <cuda_fp16.h>
 
 #include <algorithm>
@@ -49,8 +52,14 @@ using namespace seg::cuda::tc;
 
 // v1: forward y[p, o], backward data dx[q, c] (a gather over the taps that read pixel q), backward
 // weight dw[o, kh, kw, c] (a sum over all output pixels), each one thread per output element.
+__device__ __forceinline__ float to_f32(__half v) { return __half2float(v); }
+__device__ __forceinline__ float to_f32(float v) { return v; }
+__device__ __forceinline__ void store_as(__half* p, float v) { *p = __float2half_rn(v); }
+__device__ __forceinline__ void store_as(float* p, float v) { *p = v; }
+
+template <class DT>
 __global__ void __launch_bounds__(256)
-    conv_naive_kernel(ConvShape s, int dir, const __half* x, const __half* w, const __half* dy, __half* out) {
+    conv_naive_kernel(ConvShape s, int dir, const DT* x, const DT* w, const DT* dy, DT* out) {
   const int64_t Ho = s.Ho(), Wo = s.Wo(), Cg = s.Cg(), Og = s.Og();
   const int64_t total = dir == 0 ? s.y_numel() : dir == 1 ? s.x_numel() : s.w_numel();
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < total;
@@ -64,8 +73,8 @@ __global__ void __launch_bounds__(256)
           const int64_t h = ho * s.stride_h - s.pad_h + kh * s.dil_h, ww = wo * s.stride_w - s.pad_w + kw * s.dil_w;
           if (h < 0 || h >= s.H || ww < 0 || ww >= s.W) continue;
           for (int64_t c = 0; c < Cg; ++c)
-            acc = __fmaf_rn(__half2float(x[((n * s.H + h) * s.W + ww) * s.C + g * Cg + c]),
-                            __half2float(w[((o * s.KH + kh) * s.KW + kw) * Cg + c]), acc);
+            acc = __fmaf_rn(to_f32(x[((n * s.H + h) * s.W + ww) * s.C + g * Cg + c]),
+                            to_f32(w[((o * s.KH + kh) * s.KW + kw) * Cg + c]), acc);
         }
     } else if (dir == 1) {
       const int64_t c = i % s.C, pix = i / s.C, ww = pix % s.W, h = (pix / s.W) % s.H, n = pix / (s.W * s.H);
@@ -77,8 +86,8 @@ __global__ void __launch_bounds__(256)
           const int64_t ho = hn / s.stride_h, wo = wn / s.stride_w;
           if (ho >= Ho || wo >= Wo) continue;
           for (int64_t o = g * Og; o < (g + 1) * Og; ++o)
-            acc = __fmaf_rn(__half2float(dy[((n * Ho + ho) * Wo + wo) * s.O + o]),
-                            __half2float(w[((o * s.KH + kh) * s.KW + kw) * Cg + cg]), acc);
+            acc = __fmaf_rn(to_f32(dy[((n * Ho + ho) * Wo + wo) * s.O + o]),
+                            to_f32(w[((o * s.KH + kh) * s.KW + kw) * Cg + cg]), acc);
         }
     } else {
       const int64_t c = i % Cg, kw = (i / Cg) % s.KW, kh = (i / (Cg * s.KW)) % s.KH, o = i / (Cg * s.KW * s.KH);
@@ -88,11 +97,11 @@ __global__ void __launch_bounds__(256)
           for (int64_t wo = 0; wo < Wo; ++wo) {
             const int64_t h = ho * s.stride_h - s.pad_h + kh * s.dil_h, ww = wo * s.stride_w - s.pad_w + kw * s.dil_w;
             if (h < 0 || h >= s.H || ww < 0 || ww >= s.W) continue;
-            acc = __fmaf_rn(__half2float(dy[((n * Ho + ho) * Wo + wo) * s.O + o]),
-                            __half2float(x[((n * s.H + h) * s.W + ww) * s.C + g * Cg + c]), acc);
+            acc = __fmaf_rn(to_f32(dy[((n * Ho + ho) * Wo + wo) * s.O + o]),
+                            to_f32(x[((n * s.H + h) * s.W + ww) * s.C + g * Cg + c]), acc);
           }
     }
-    out[i] = __float2half_rn(acc);
+    store_as(out + i, acc);
   }
 }
 
@@ -108,11 +117,12 @@ void run_one_stage(const G& g, seg::cuda::Stream stream) {
 // The automatic split count of backward weight before 2026-12-07: split only when the output
 // tiles leave most SMs idle (fewer than half the SMs), to about one block per SM, at least 4 K tiles
 // per split, at most 32.
+template <class DT>
 int splits_before_2026_12_07(const ConvShape& s) {
   const ConvDims d = conv_dims(s, "lab v4");
   const int64_t M = d.Og, N = static_cast<int64_t>(d.taps) * d.Cg;
-  using L = Tiles<__half>::Large;
-  using S = Tiles<__half>::Small;
+  using L = typename Tiles<DT>::Backward;
+  using S = typename Tiles<DT>::Small;
   const bool large = use_large_tile(seg::cuda::TcTile::automatic, M, N, d.groups);
   const int BM = large ? L::BM : S::BM, BN = large ? L::BN : S::BN, BK = large ? L::BK : S::BK;
   const int64_t tiles = ((M + BM - 1) / BM) * ((N + BN - 1) / BN) * d.groups, k_tiles = (d.P + BK - 1) / BK;
@@ -155,7 +165,8 @@ void backward_data_k_major_weights(const ConvProblem& p, const seg::cuda::ConvTc
   const dim3 grid((d.Cg + 31) / 32, (d.Og + 31) / 32, d.groups * d.taps);
   SEG_LAUNCH(transpose_weights_kernel, grid, dim3(32, 8), 0, stream, reinterpret_cast<const __half*>(p.w), wt,
              d.groups, d.taps, d.Og, d.Cg);
-  const auto g = backward_data_gemm<seg::f16>(s, p.w, p.dy, p.out, args);
+  const auto g = backward_data_gemm<seg::f16>(s, static_cast<const seg::f16*>(p.w), static_cast<const seg::f16*>(p.dy),
+                                              static_cast<seg::f16*>(p.out), args);
   const int K = d.taps * d.Og;
   GemmArgs<ConvBwdDataASource<__half>, ConvFwdWeights<__half>> q;
   q.a = g.p.a;
@@ -187,16 +198,65 @@ void backward_data_k_major_weights(const ConvProblem& p, const seg::cuda::ConvTc
     go(std::type_identity<GemmKernel<__half, Tiles<__half>::Small, Major::k, Major::k, SmemKind::swizzled, MmaSyncWarpTile, A, B>>{});
 }
 
-// v8: backward weight as v3 runs it (the same GEMM, split plan and workspace), launched with the
-// large tile's kernel without a launch bound (MinBlocks_ = 0). v3 takes the same path when the
-// large tile is chosen and the channels need no pad; the caller checks both.
-void backward_weight_unbounded(const ConvProblem& p, const seg::cuda::ConvTcArgs& args, seg::cuda::Stream stream) {
-  const auto g = backward_weight_gemm<seg::f16>(p.s, p.x, p.dy, p.out, args);
-  using A = MatrixSource<__half, Major::mn>;
-  using B = ConvBwdWeightBSource<__half>;
-  using Kernel = GemmKernel<__half, Tiles<__half>::Backward, Major::mn, Major::mn, SmemKind::swizzled, MmaSyncWarpTile,
-                            A, B, Plant::none, MainLoop::barrier_first, true, 0>;
+// v8's kernels: the large tile's backward kernels as before 2026-12-07, with no launch bound
+// (MinBlocks_ = 0): f16 the product's tile and main loop (dispatch_gemm's mma.sync choice), f32 the
+// BK 16 tile that the forward convolution keeps.
+template <class DT, Major MA, Major MB, class A, class B>
+struct OneBlockKernel;
+template <Major MA, Major MB, class A, class B>
+struct OneBlockKernel<__half, MA, MB, A, B> {
+  using type = GemmKernel<__half, Tiles<__half>::Backward, MA, MB, SmemKind::swizzled, MmaSyncWarpTile, A, B,
+                          Plant::none, MainLoop::barrier_first, true, 0>;
+};
+template <Major MA, Major MB, class A, class B>
+struct OneBlockKernel<float, MA, MB, A, B> {
+  using type = GemmKernel<float, Tiles<float>::Large, MA, MB, SmemKind::padded, WmmaWarpTile, A, B, Plant::none,
+                          MainLoop::barrier_first, false, 0>;
+};
+
+// v8, backward weight: as v3 runs it (the same GEMM and workspace; the split plan is launch_gemm's
+// for that kernel's tile). v3 takes the same path when the large tile is chosen and the channels
+// need no pad; the caller checks both.
+template <class T>
+void backward_weight_one_block(const ConvProblem& p, const seg::cuda::ConvTcArgs& args, seg::cuda::Stream stream) {
+  using DT = device_t<T>;
+  const auto g = backward_weight_gemm<T>(p.s, static_cast<const T*>(p.x), static_cast<const T*>(p.dy),
+                                         static_cast<T*>(p.out), args);
+  using Kernel =
+      typename OneBlockKernel<DT, Major::mn, Major::mn, MatrixSource<DT, Major::mn>, ConvBwdWeightBSource<DT>>::type;
   launch_gemm_args<Kernel>(g.p, g.groups, args.options.split_k, args.workspace, stream);
+}
+
+// v8, backward data (f32 only: f16's backward data already had two blocks per SM): v3's stride
+// phases and zero fills, each phase's GEMM with the one-block kernel where the large tile is chosen.
+void backward_data_one_block(const ConvProblem& p, const seg::cuda::ConvTcArgs& args, seg::cuda::Stream stream) {
+  const ConvShape& s = p.s;
+  auto* dx = static_cast<float*>(p.out);
+  const int64_t ldx = s.C;
+  for (const DgradCover& c : dgrad_covers(s, true)) {
+    if (c.KHp == 0 || c.KWp == 0) {
+      zero_dgrad_cover(s, c, dx, ldx, stream);
+      continue;
+    }
+    const auto g = backward_data_gemm<float>(s, static_cast<const float*>(p.w), static_cast<const float*>(p.dy), dx,
+                                             args, c);
+    using A = ConvBwdDataASource<float>;
+    using B = ConvBwdDataBSource<float>;
+    if (use_large_tile(args.options.tile, g.p.M, g.p.N, g.groups))
+      launch_gemm_args<OneBlockKernel<float, Major::k, Major::mn, A, B>::type>(g.p, g.groups, args.options.split_k,
+                                                                               args.workspace, stream);
+    else
+      launch_gemm_args<GemmKernel<float, Tiles<float>::Small, Major::k, Major::mn, SmemKind::padded, WmmaWarpTile, A, B>>(
+          g.p, g.groups, args.options.split_k, args.workspace, stream);
+  }
+}
+
+// Whether any GEMM of v3's backward data would take the large tile (else v8 is v3).
+bool backward_data_takes_large(const ConvShape& s, seg::cuda::TcTile tile) {
+  const ConvDims d = conv_dims(s, "lab v8");
+  for (const DgradCover& c : dgrad_covers(s, true))
+    if (c.KHp > 0 && c.KWp > 0 && use_large_tile(tile, s.N * c.Hp * c.Wp, d.Cg, d.groups)) return true;
+  return false;
 }
 
 }  // namespace
@@ -214,20 +274,26 @@ const std::vector<Version>& conv_versions() {
       {5, "cudnn", "cuDNN (the baseline)", true},
       {6, "bwd-data-w-kmajor", "v3 with backward data's weights transposed once, read K-major as forward's", false},
       {7, "product-no-phases", "v3 with strided backward data as one GEMM over every tap, as before 2026-12-07", false},
-      {8, "bwd-weight-1-block", "v3 with backward weight's large-tile kernel unbounded (160 registers, 1 block per SM)", false},
+      {8, "bwd-1-block", "v3 with backward's large-tile kernels as before: 1 block per SM (f16 weight; f32 data, weight)", false},
   };
   return v;
 }
 
 std::string take_library_note() { return seg::cuda::cudnn_last_choice(true); }
 
-size_t conv_workspace_bytes(const ConvShape& s) {
-  const size_t own = seg::cuda::conv2d_backward_weight_tc_workspace_bytes<seg::f16>(s, {});
+const char* conv_type_name(ConvType t) { return t == ConvType::f16 ? "f16" : "f32"; }
+
+size_t conv_workspace_bytes(const ConvShape& s, ConvType t) {
+  const size_t own = t == ConvType::f16 ? seg::cuda::conv2d_backward_weight_tc_workspace_bytes<seg::f16>(s, {})
+                                        : seg::cuda::conv2d_backward_weight_tc_workspace_bytes<float>(s, {});
   const size_t lib = size_t{256} << 20;  // cuDNN's fastest algorithms may want this much
   return own > lib ? own : lib;
 }
 
-std::string conv_plan(const ConvShape& s, ConvDir d) {
+namespace {
+
+template <class T>
+std::string conv_plan_of(const ConvShape& s, ConvDir d) {
   const ConvDims dims = conv_dims(s, "lab_tc conv --plan");
   const int64_t taps = dims.taps;
   // The GEMM of each direction: M x N output, K deep (conv2d_tc_impl.h).
@@ -265,7 +331,7 @@ std::string conv_plan(const ConvShape& s, ConvDir d) {
     return line;
   }
   // The product pads a C that is not whole 16-byte chunks (ChannelPad) and plans the padded GEMM.
-  const ChannelPad pad = channel_pad<seg::f16>(s, {});
+  const ChannelPad pad = channel_pad<T>(s, {});
   ConvShape sp = s;
   if (pad.applies) sp.C = pad.Cp;
   const ConvDims pd = conv_dims(sp, "lab_tc conv --plan");
@@ -273,7 +339,8 @@ std::string conv_plan(const ConvShape& s, ConvDir d) {
   const bool large_p = use_large_tile(seg::cuda::TcTile::automatic, M, Np, pd.groups);
   const int Bp = large_p ? 128 : 64;
   const int64_t tiles_p = ((M + Bp - 1) / Bp) * ((Np + Bp - 1) / Bp) * pd.groups;
-  const int now = conv_backward_weight_plan<seg::f16>(pd, {}, SIZE_MAX).splits, before = splits_before_2026_12_07(s);
+  const int now = conv_backward_weight_plan<T>(pd, {}, SIZE_MAX).splits,
+            before = splits_before_2026_12_07<device_t<T>>(s);
   char padded[64] = "";
   if (pad.applies) std::snprintf(padded, sizeof padded, " (x padded to %lld channels)", (long long)pad.Cp);
   std::snprintf(line, sizeof line,
@@ -285,77 +352,105 @@ std::string conv_plan(const ConvShape& s, ConvDir d) {
   return line;
 }
 
-int run_conv_version(int id, const ConvProblem& p, seg::cuda::Stream stream) {
+template <class T>
+int run_version(int id, const ConvProblem& p, seg::cuda::Stream stream) {
+  using DT = device_t<T>;
+  constexpr bool kF16 = std::is_same_v<T, seg::f16>;
   seg::cuda::ConvTcArgs args;
   args.workspace = seg::cuda::TcWorkspace{p.workspace, p.workspace_bytes};
+  args.options.tile = p.tile;
   const ConvShape& s = p.s;
+  const T* x = static_cast<const T*>(p.x);
+  const T* w = static_cast<const T*>(p.w);
+  const T* dy = static_cast<const T*>(p.dy);
+  T* out = static_cast<T*>(p.out);
   switch (id) {
     case 1: {
       const int64_t total = p.dir == ConvDir::forward ? s.y_numel() : p.dir == ConvDir::backward_data ? s.x_numel() : s.w_numel();
       const int64_t blocks = (total + 255) / 256 < 65536 ? (total + 255) / 256 : 65536;
-      SEG_LAUNCH(conv_naive_kernel, static_cast<unsigned>(blocks), 256, 0, stream, s, static_cast<int>(p.dir),
-                 reinterpret_cast<const __half*>(p.x), reinterpret_cast<const __half*>(p.w),
-                 reinterpret_cast<const __half*>(p.dy), reinterpret_cast<__half*>(p.out));
+      SEG_LAUNCH(conv_naive_kernel<DT>, static_cast<unsigned>(blocks), 256, 0, stream, s, static_cast<int>(p.dir),
+                 reinterpret_cast<const DT*>(x), reinterpret_cast<const DT*>(w), reinterpret_cast<const DT*>(dy),
+                 reinterpret_cast<DT*>(out));
       return true;
     }
     case 2:
-      if (p.dir == ConvDir::forward)
-        run_one_stage<Major::k, Major::k>(forward_gemm<seg::f16>(s, p.x, p.w, nullptr, p.out, args), stream);
+      if constexpr (!kF16) return kF16Only;
+      else if (p.dir == ConvDir::forward)
+        run_one_stage<Major::k, Major::k>(forward_gemm<seg::f16>(s, x, w, nullptr, out, args), stream);
       else if (p.dir == ConvDir::backward_data)
-        run_one_stage<Major::k, Major::mn>(backward_data_gemm<seg::f16>(s, p.w, p.dy, p.out, args), stream);
+        run_one_stage<Major::k, Major::mn>(backward_data_gemm<seg::f16>(s, w, dy, out, args), stream);
       else
-        run_one_stage<Major::mn, Major::mn>(backward_weight_gemm<seg::f16>(s, p.x, p.dy, p.out, args), stream);
+        run_one_stage<Major::mn, Major::mn>(backward_weight_gemm<seg::f16>(s, x, dy, out, args), stream);
       return true;
     case 3:
       if (p.dir == ConvDir::forward)
-        seg::cuda::conv2d_forward_tc<seg::f16>(s, p.x, p.w, nullptr, p.out, stream, args);
+        seg::cuda::conv2d_forward_tc<T>(s, x, w, nullptr, out, stream, args);
       else if (p.dir == ConvDir::backward_data)
-        seg::cuda::conv2d_backward_data_tc<seg::f16>(s, p.w, p.dy, p.out, stream, args);
+        seg::cuda::conv2d_backward_data_tc<T>(s, w, dy, out, stream, args);
       else
-        seg::cuda::conv2d_backward_weight_tc<seg::f16>(s, p.x, p.dy, p.out, nullptr, stream, args);
+        seg::cuda::conv2d_backward_weight_tc<T>(s, x, dy, out, nullptr, stream, args);
       return true;
     case 4: {
       // The product as it was before 2026-12-07: the old split count, and no channel pad (its
       // workspace holds only the split partials, so conv_backward_weight_impl does not pad).
       if (p.dir != ConvDir::backward_weight) return kSameAsProduct;
       const ConvDims dims = conv_dims(s, "lab v4");
-      const int before = splits_before_2026_12_07(s);
-      const bool pads = channel_pad<seg::f16>(s, {}).applies;
-      if (!pads && before == conv_backward_weight_plan<seg::f16>(dims, {}, SIZE_MAX).splits) return kSameAsProduct;
+      const int before = splits_before_2026_12_07<DT>(s);
+      const bool pads = channel_pad<T>(s, {}).applies;
+      if (!pads && before == conv_backward_weight_plan<T>(dims, {}, SIZE_MAX).splits) return kSameAsProduct;
       const size_t partials = before > 1 ? static_cast<size_t>(before) * dims.groups * dims.Og * dims.taps * dims.Cg * 4 : 0;
       args.options.split_k = before;
       args.workspace.bytes = std::min(args.workspace.bytes, partials);
-      seg::cuda::conv2d_backward_weight_tc<seg::f16>(s, p.x, p.dy, p.out, nullptr, stream, args);
+      seg::cuda::conv2d_backward_weight_tc<T>(s, x, dy, out, nullptr, stream, args);
       return true;
     }
     case 5:
       if (!seg::cuda::engine_available(seg::cuda::Engine::cudnn)) return false;
       if (p.dir == ConvDir::forward)
-        seg::cuda::conv2d_forward_cudnn<seg::f16>(s, p.x, p.w, nullptr, p.out, stream, args);
+        seg::cuda::conv2d_forward_cudnn<T>(s, x, w, nullptr, out, stream, args);
       else if (p.dir == ConvDir::backward_data)
-        seg::cuda::conv2d_backward_data_cudnn<seg::f16>(s, p.w, p.dy, p.out, stream, args);
+        seg::cuda::conv2d_backward_data_cudnn<T>(s, w, dy, out, stream, args);
       else
-        seg::cuda::conv2d_backward_weight_cudnn<seg::f16>(s, p.x, p.dy, p.out, nullptr, stream, args);
+        seg::cuda::conv2d_backward_weight_cudnn<T>(s, x, dy, out, nullptr, stream, args);
       return true;
     case 6:
-      if (p.dir != ConvDir::backward_data) return kSameAsProduct;
-      backward_data_k_major_weights(p, args, stream);
-      return true;
+      if constexpr (!kF16) return kF16Only;
+      else {
+        if (p.dir != ConvDir::backward_data) return kSameAsProduct;
+        backward_data_k_major_weights(p, args, stream);
+        return true;
+      }
     case 7:
       if (p.dir != ConvDir::backward_data || (s.stride_h == 1 && s.stride_w == 1)) return kSameAsProduct;
       args.stride_phases = false;
-      seg::cuda::conv2d_backward_data_tc<seg::f16>(s, p.w, p.dy, p.out, stream, args);
+      seg::cuda::conv2d_backward_data_tc<T>(s, w, dy, out, stream, args);
       return true;
     case 8: {
-      if (p.dir != ConvDir::backward_weight || channel_pad<seg::f16>(s, {}).applies) return kSameAsProduct;
+      if (p.dir == ConvDir::forward) return kSameAsProduct;
+      if (p.dir == ConvDir::backward_data) {
+        if (kF16 || !backward_data_takes_large(s, args.options.tile)) return kSameAsProduct;
+        if constexpr (!kF16) backward_data_one_block(p, args, stream);
+        return true;
+      }
+      if (channel_pad<T>(s, {}).applies) return kSameAsProduct;
       const ConvDims dims = conv_dims(s, "lab v8");
       if (!use_large_tile(args.options.tile, dims.Og, static_cast<int64_t>(dims.taps) * dims.Cg, dims.groups))
         return kSameAsProduct;
-      backward_weight_unbounded(p, args, stream);
+      backward_weight_one_block<T>(p, args, stream);
       return true;
     }
     default: return false;
   }
+}
+
+}  // namespace
+
+std::string conv_plan(const ConvShape& s, ConvDir d, ConvType t) {
+  return t == ConvType::f16 ? conv_plan_of<seg::f16>(s, d) : conv_plan_of<float>(s, d);
+}
+
+int run_conv_version(int id, const ConvProblem& p, seg::cuda::Stream stream) {
+  return p.type == ConvType::f16 ? run_version<seg::f16>(id, p, stream) : run_version<float>(id, p, stream);
 }
 
 }  // namespace seg::lab

@@ -110,11 +110,13 @@ Check compare(const std::vector<G>& got, const std::vector<float>& want, double 
 }
 
 struct Options {
-  int version = 0;
+  std::vector<int> versions;  // the [version] argument: one, or a comma-separated list ("3,8"); empty: all
   int reps = 20, warmup = 5;
   bool cold = true, emit_auto = false, plan = false;
   double slow_cap_gflop = -1;  // --slow-cap; negative: no cap
   std::string shapes, model, dir, layer;
+  lab::ConvType dtype = lab::ConvType::f16;  // lab_tc conv --dtype
+  seg::cuda::TcTile tile = seg::cuda::TcTile::automatic;  // lab_tc conv --tile
   std::vector<int> size;
 };
 
@@ -218,7 +220,8 @@ void bench_shape(const Options& o, const std::vector<lab::Version>& versions, in
                  const std::vector<float>& want, double lib_atol, Run run, std::vector<Row>& rows) {
   double lib_ms = 0;
   for (const auto& v : versions) {
-    if (o.version && v.id != o.version && !(v.library && !kSimulated)) continue;
+    const bool chosen = o.versions.empty() || std::find(o.versions.begin(), o.versions.end(), v.id) != o.versions.end();
+    if (!chosen && !(v.library && !kSimulated)) continue;
     if (kSimulated && v.id == 1 && flops > 2e9) continue;  // the naive versions only on small shapes
     if (!v.library && v.id <= last_simt && o.slow_cap_gflop >= 0 && flops > o.slow_cap_gflop * 1e9) {
       std::printf("  v%d %-18s skipped: %.3g GFLOP is above --slow-cap %g (a SIMT version)\n", v.id, v.name, flops / 1e9,
@@ -230,6 +233,10 @@ void bench_shape(const Options& o, const std::vector<lab::Version>& versions, in
     const int ran = run(v.id);  // bool for the GEMM versions; 1, 0 or lab::kSameAsProduct for the convolutions
     if (ran == lab::kSameAsProduct) {
       std::printf("  v%d %-18s the product's kernel and plan here (not run again)\n", v.id, v.name);
+      continue;
+    }
+    if (ran == lab::kF16Only) {
+      std::printf("  v%d %-18s f16 only\n", v.id, v.name);
       continue;
     }
     if (!ran) {
@@ -394,7 +401,7 @@ ConvShape shape_of(const Layer& l) {
 }
 
 std::vector<float> conv_reference(const ConvShape& s, ConvDir d, const std::vector<float>& x, const std::vector<float>& w,
-                                  const std::vector<float>& dy) {
+                                  const std::vector<float>& dy, lab::ConvType type) {
   std::vector<float> out;
   if (d == ConvDir::forward) {
     out.resize(static_cast<size_t>(s.y_numel()));
@@ -406,7 +413,8 @@ std::vector<float> conv_reference(const ConvShape& s, ConvDir d, const std::vect
     out.resize(static_cast<size_t>(s.w_numel()));
     cpu::conv2d_backward_weight<float>(s, x.data(), dy.data(), out.data(), nullptr);
   }
-  for (float& v : out) v = static_cast<float>(f16(v));  // the kernels write f16
+  if (type == lab::ConvType::f16)
+    for (float& v : out) v = static_cast<float>(f16(v));  // the kernels write f16
   return out;
 }
 
@@ -427,8 +435,9 @@ void run_conv(const Options& o) {
     for (ConvDir d : {ConvDir::forward, ConvDir::backward_data, ConvDir::backward_weight})
       if (o.dir == lab::conv_dir_name(d)) dirs.push_back(d);
   }
-  std::printf("convolution lab (%s): model %s, f16, NHWC\n",
-              kSimulated ? "simulated GPU: counters and H200 estimates, no times" : "GPU", model.c_str());
+  std::printf("convolution lab (%s): model %s, %s, NHWC\n",
+              kSimulated ? "simulated GPU: counters and H200 estimates, no times" : "GPU", model.c_str(),
+              o.dtype == lab::ConvType::f16 ? "f16" : "f32 (TF32 tensor cores, as O0 runs them)");
   double own_total[3] = {}, lib_total[3] = {};
   std::vector<std::string> auto_rows;
   for (const Layer& l : layers) {
@@ -436,31 +445,51 @@ void run_conv(const Options& o) {
     const ConvShape s = shape_of(l);
     if (o.plan) {  // how the product would launch each direction; nothing is run
       for (ConvDir d : dirs)
-        std::printf("%s x%d  %s: %s\n", l.name, l.count, lab::conv_dir_name(d), lab::conv_plan(s, d).c_str());
+        std::printf("%s x%d  %s: %s\n", l.name, l.count, lab::conv_dir_name(d), lab::conv_plan(s, d, o.dtype).c_str());
       continue;
     }
     const auto x = integers(static_cast<size_t>(s.x_numel()), 3), w = integers(static_cast<size_t>(s.w_numel()), 4),
                dy = integers(static_cast<size_t>(s.y_numel()), 5);
     const auto xf = to_float(x), wf = to_float(w), dyf = to_float(dy);
-    Device<f16> dx(x.size()), dw(w.size()), ddy(dy.size());
-    dx.upload(x);
-    dw.upload(w);
-    ddy.upload(dy);
-    const size_t ws_bytes = lab::conv_workspace_bytes(s);
+    // The same integers in [-2, 2] in either type: exact in f16 and in TF32 (10 mantissa bits), and
+    // every sum of their products is an integer below 2^24, exact in the f32 accumulators.
+    const bool f32 = o.dtype == lab::ConvType::f32;
+    Device<f16> dx(f32 ? 0 : x.size()), dw(f32 ? 0 : w.size()), ddy(f32 ? 0 : dy.size());
+    Device<float> dxf(f32 ? x.size() : 0), dwf(f32 ? w.size() : 0), ddyf(f32 ? dy.size() : 0);
+    if (f32) {
+      dxf.upload(xf);
+      dwf.upload(wf);
+      ddyf.upload(dyf);
+    } else {
+      dx.upload(x);
+      dw.upload(w);
+      ddy.upload(dy);
+    }
+    const void* px = f32 ? static_cast<const void*>(dxf.p) : dx.p;
+    const void* pw = f32 ? static_cast<const void*>(dwf.p) : dw.p;
+    const void* pdy = f32 ? static_cast<const void*>(ddyf.p) : ddy.p;
+    const size_t ws_bytes = lab::conv_workspace_bytes(s, o.dtype);
     Device<unsigned char> ws(ws_bytes);
     const double depth = static_cast<double>(s.KH * s.KW * s.C);
     const double flops = 2.0 * static_cast<double>(s.N * s.Ho() * s.Wo()) * s.O * depth;
     for (ConvDir d : dirs) {
-      const auto want = conv_reference(s, d, xf, wf, dyf);
-      Device<f16> out(want.size());
-      const lab::ConvProblem p{s, d, dx.p, dw.p, ddy.p, out.p, ws.p, ws_bytes};
+      const auto want = conv_reference(s, d, xf, wf, dyf, o.dtype);
+      Device<f16> out(f32 ? 0 : want.size());
+      Device<float> outf(f32 ? want.size() : 0);
+      const lab::ConvProblem p{s, d, o.dtype, px, pw, pdy, f32 ? static_cast<void*>(outf.p) : out.p, ws.p, ws_bytes, o.tile};
       std::printf("%s x%d  %s  N=%lld H=W=%lld C=%lld O=%lld %lldx%lld s%lld d%lld  (%.2f GFLOP)\n", l.name, l.count,
                   lab::conv_dir_name(d), (long long)s.N, (long long)s.H, (long long)s.C, (long long)s.O,
                   (long long)s.KH, (long long)s.KW, (long long)s.stride_h, (long long)s.dil_h, flops / 1e9);
       std::vector<Row> rows;
       const double reduction = d == ConvDir::backward_weight ? s.N * s.Ho() * s.Wo() : depth;
-      bench_shape(o, lab::conv_versions(), 1, flops, out, want, std::ldexp(1.0, -8) * 4.0 * reduction,
-                  [&](int id) { return lab::run_conv_version(id, p, nullptr); }, rows);
+      // cuDNN may run a transform (Winograd, FFT) whose rounding the exact check of our versions
+      // would not allow: its tolerance is 2^-8 of the largest possible sum (4 per term).
+      const double lib_atol = std::ldexp(1.0, -8) * 4.0 * reduction;
+      auto run = [&](int id) { return lab::run_conv_version(id, p, nullptr); };
+      if (f32)
+        bench_shape(o, lab::conv_versions(), 1, flops, outf, want, lib_atol, run, rows);
+      else
+        bench_shape(o, lab::conv_versions(), 1, flops, out, want, lib_atol, run, rows);
       double own = 0, lib = 0;
       for (const Row& r : rows) {
         if (r.version == 3) own = r.warm_ms;
@@ -472,8 +501,8 @@ void run_conv(const Options& o) {
         const char* op = d == ConvDir::forward ? "conv_fwd" : d == ConvDir::backward_data ? "conv_bwd_data" : "conv_bwd_weight";
         const double work = static_cast<double>(s.N * s.Ho() * s.Wo()) * s.O * depth;
         char row[200];
-        std::snprintf(row, sizeof row, "    {\"%s\", DType::f16, %.0f, %.0f, Engine::cudnn},  // %s: own %.3f ms, cuDNN %.3f ms",
-                      op, work, work + 1, l.name, own, lib);
+        std::snprintf(row, sizeof row, "    {\"%s\", DType::%s, %.0f, %.0f, Engine::cudnn},  // %s: own %.3f ms, cuDNN %.3f ms",
+                      op, lab::conv_type_name(o.dtype), work, work + 1, l.name, own, lib);
         auto_rows.push_back(row);
       }
     }
@@ -496,8 +525,11 @@ void run_conv(const Options& o) {
   std::fprintf(stderr,
                "usage: lab_tc gemm [version] [--size M N K] [--shapes ci|square]\n"
                "       lab_tc conv [version] [--model ci|mobilenet|resnet50|split] [--dir fwd|bwd-data|bwd-weight] [--layer TEXT]\n"
+               "                   [--dtype f16|f32]  (f32: TF32 tensor cores, as O0 runs its convolutions)\n"
+               "                   [--tile auto|large|small]  (the product's tile choice, or one forced on every version)\n"
                "                   [--plan]  (print the product's launch plan per layer; run nothing)\n"
-               "       common: [--reps R] [--warmup W] [--no-cold] [--emit-auto-table] [--slow-cap GFLOP]\n");
+               "       common: [--reps R] [--warmup W] [--no-cold] [--emit-auto-table] [--slow-cap GFLOP]\n"
+               "       version: one number, or a comma-separated list (3,8); the library baseline always runs on a GPU\n");
   std::exit(2);
 }
 
@@ -531,9 +563,42 @@ int main(int argc, char** argv) {
     else if (a == "--model") o.model = next();
     else if (a == "--dir") o.dir = next();
     else if (a == "--layer") o.layer = next();
+    else if (a == "--tile") {
+      const std::string t = next();
+      if (t == "auto") o.tile = seg::cuda::TcTile::automatic;
+      else if (t == "large") o.tile = seg::cuda::TcTile::large;
+      else if (t == "small") o.tile = seg::cuda::TcTile::small;
+      else {
+        std::fprintf(stderr, "lab_tc: --tile takes auto, large or small, not '%s'\n", t.c_str());
+        std::exit(2);
+      }
+    } else if (a == "--dtype") {
+      const std::string t = next();
+      if (t == "f16") o.dtype = lab::ConvType::f16;
+      else if (t == "f32") o.dtype = lab::ConvType::f32;
+      else {
+        std::fprintf(stderr, "lab_tc: --dtype takes f16 or f32, not '%s'\n", t.c_str());
+        std::exit(2);
+      }
+    }
     else if (a == "--size") {
       for (int k = 0; k < 3; ++k) o.size.push_back(std::atoi(next().c_str()));
-    } else if (!a.empty() && a[0] != '-' && o.version == 0) o.version = std::atoi(a.c_str());
+    } else if (!a.empty() && a[0] != '-' && o.versions.empty()) {
+      size_t at = 0;
+      while (at <= a.size()) {
+        const size_t comma = std::min(a.find(',', at), a.size());
+        const std::string item = a.substr(at, comma - at);
+        char* end = nullptr;
+        const long id = std::strtol(item.c_str(), &end, 10);
+        if (item.empty() || *end != '\0' || id < 1) {
+          std::fprintf(stderr, "lab_tc: a version is a number >= 1, or a comma-separated list of them, not '%s'\n",
+                       a.c_str());
+          std::exit(2);
+        }
+        o.versions.push_back(static_cast<int>(id));
+        at = comma + 1;
+      }
+    }
     else usage();
   }
   int n = 0;
