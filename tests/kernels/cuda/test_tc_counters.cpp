@@ -128,10 +128,10 @@ TEST_CASE("tc counters: the product convolution has no bank conflicts and 16 sec
   seg::test::DeviceBuffer<f16> w(seg::test::tc_inputs<f16>(static_cast<size_t>(s.w_numel()), 4, true));
   seg::test::DeviceBuffer<f16> dy(seg::test::tc_inputs<f16>(static_cast<size_t>(s.y_numel()), 5, true));
   seg::test::DeviceBuffer<f16> out(static_cast<size_t>(s.x_numel()));  // x, y and dw have 8192, 8192, 4096
-  seg::test::DeviceBuffer<unsigned char> ws(seg::lab::conv_workspace_bytes(s));
+  seg::test::DeviceBuffer<unsigned char> ws(seg::lab::conv_workspace_bytes(s, seg::lab::ConvType::f16));
   using seg::lab::ConvDir;
   for (const ConvDir d : {ConvDir::forward, ConvDir::backward_data, ConvDir::backward_weight}) {
-    const seg::lab::ConvProblem p{s, d, x.get(), w.get(), dy.get(), out.get(), ws.get(), ws.size()};
+    const seg::lab::ConvProblem p{s, d, seg::lab::ConvType::f16, x.get(), w.get(), dy.get(), out.get(), ws.get(), ws.size()};
     const std::string what = std::string("conv v3 1x1 64->64 ") + seg::lab::conv_dir_name(d);
     const auto k = block_kernel_counters(what, [&] { return seg::lab::run_conv_version(3, p, nullptr); });
     check_conflict_free(what, k);
