@@ -13,6 +13,7 @@
 //                                         bytes, .cg for 16); cp_async_16_zfill copies src_bytes
 //                                         (0..16) and zero-fills the rest (ragged tile edges).
 //   cp_async_commit(), cp_async_wait_group<N>(), cp_async_wait_all()
+//   wmma_load_m16n16k8_tf32_shared<'a'|'b', row, ldm>(regs, p)   nvcc only, see below
 #pragma once
 
 #include <cstdint>
@@ -169,6 +170,41 @@ SEG_PTX_DEVICE void cp_async_wait_all() {
   asm volatile("cp.async.wait_all;\n" ::: "memory");
 #endif
 }
+
+// ---- WMMA TF32 loads from shared memory (nvcc only) -------------------------------------------
+// wmma.load of a 16x16x8 TF32 fragment (4 registers per lane) with the .shared state space. nvcc 13
+// gives load_matrix_sync's f16/bf16 shapes the .shared form when the pointer is known to be in
+// shared memory, but its TF32 shape always the generic one: ptxas then emits a 64-bit address
+// computation and a generic LD per element (docs/tensor-cores.md, "TF32 fragments through
+// generic loads"). The registers are the instruction's, in its order, exactly what
+// load_matrix_sync would put in the fragment: the layout stays the library's. No simulator body:
+// the simulator's WMMA fragments are its own (kernels/sim/wmma.h), so the caller
+// (kernels/cuda/gemm/mma_fragment.h, load_tf32_fragment) runs load_matrix_sync there.
+#if !defined(SEG_CUDA_SIM)
+// M = 'a' or 'b' (the matrix), ROW: the layout in memory; LDM, the leading dimension in elements,
+// is an immediate (a register stride left ptxas one address multiply per element).
+template <char M, bool ROW, unsigned LDM>
+__device__ __forceinline__ void wmma_load_m16n16k8_tf32_shared(uint32_t (&r)[4], const float* p) {
+  static_assert(M == 'a' || M == 'b', "matrix a or b");
+  const uint32_t addr = shared_address(p);
+  if constexpr (M == 'a' && ROW)
+    asm volatile("wmma.load.a.sync.aligned.row.m16n16k8.shared.tf32 {%0, %1, %2, %3}, [%4], %5;\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(addr), "n"(LDM));
+  else if constexpr (M == 'a')
+    asm volatile("wmma.load.a.sync.aligned.col.m16n16k8.shared.tf32 {%0, %1, %2, %3}, [%4], %5;\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(addr), "n"(LDM));
+  else if constexpr (ROW)
+    asm volatile("wmma.load.b.sync.aligned.row.m16n16k8.shared.tf32 {%0, %1, %2, %3}, [%4], %5;\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(addr), "n"(LDM));
+  else
+    asm volatile("wmma.load.b.sync.aligned.col.m16n16k8.shared.tf32 {%0, %1, %2, %3}, [%4], %5;\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(addr), "n"(LDM));
+}
+#endif
 
 }  // namespace seg::ptx
 

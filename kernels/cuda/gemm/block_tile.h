@@ -188,6 +188,14 @@ struct GemmKernel {
       load_a.template load<decltype(inside)::value>(a, stage_a(s), p.vec_a);
       load_b.template load<decltype(inside)::value>(b, stage_b(s), p.vec_b);
     };
+    // TF32: after this thread's wait for stage s and before the barrier, its own chunks of the stage
+    // are rounded to TF32 in place (TileLoader::round_own_tf32), so the fragment loads need not.
+    auto landed = [&](int s) {
+      if constexpr (std::is_same_v<T, float>) {
+        load_a.round_own_tf32(stage_a(s));
+        load_b.round_own_tf32(stage_b(s));
+      }
+    };
     // With InsideK_, the main loops run in two parts: first the trips whose issued tile lies inside
     // K (all but the last STAGES-1 trips), with only the inside form of the copies; then the rest
     // with the general form (the ragged last tile, or no tile to issue). Two loops rather than a
@@ -223,6 +231,7 @@ struct GemmKernel {
         seg::ptx::cp_async_commit();
       }
       wait_for_stage();
+      if (tiles > 0) landed(0);
       if constexpr (Plant_ != Plant::no_barrier_after_wait) __syncthreads();
       typename Warp::Fragments f[2];
       if (tiles > 0) Warp::load_fragments(f[0], stage_a(0), stage_b(0), wm0, wn0, 0, lane);
@@ -239,6 +248,7 @@ struct GemmKernel {
           if (ks == kSteps - 1) {
             // Committed: tiles 0 .. i+STAGES-1; tile i+1 must have landed, so STAGES-2 may be pending.
             wait_for_stage();
+            if (i + 1 < tiles) landed((i + 1) % STAGES);
             if constexpr (Plant_ != Plant::no_barrier_after_wait) __syncthreads();
             if (i + 1 < tiles) {
               const int nxt = (i + 1) % STAGES;
@@ -255,6 +265,7 @@ struct GemmKernel {
       auto trip = [&](int, auto inside) {
         issue(0, inside);
         seg::ptx::cp_async_wait_all();
+        landed(0);
         if constexpr (Plant_ != Plant::no_barrier_after_wait) __syncthreads();
         mma_stage<BK>(w, stage_a(0), stage_b(0), warp_m * Shape::WM, warp_n * Shape::WN, lane);
         __syncthreads();
@@ -267,6 +278,7 @@ struct GemmKernel {
       }
       auto trip = [&](int i, auto inside) {
         wait_for_stage();
+        landed(i % STAGES);
         if constexpr (Plant_ != Plant::no_barrier_after_wait) __syncthreads();
         const int next = i + STAGES - 1;
         if (decltype(inside)::value || next < tiles) issue(next % STAGES, inside);

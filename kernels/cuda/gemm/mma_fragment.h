@@ -101,7 +101,7 @@ __device__ __forceinline__ void load_b_fragments(uint32_t (&b0)[2], uint32_t (&b
 
 // ---- WMMA ----------------------------------------------------------------------------------------
 // The WMMA shapes used here: 16x16x16 for __half and __nv_bfloat16, 16x16x8 for TF32 (float in
-// memory, rounded to TF32 in the fragment).
+// memory, rounded to TF32 in shared memory by the thread that copied it: TileLoader::round_own_tf32).
 template <class T>
 struct WmmaTraits {
   static_assert(std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>,
@@ -127,12 +127,28 @@ using WmmaBFragment =
 template <class T>
 using WmmaAccumulator = nvcuda::wmma::fragment<nvcuda::wmma::accumulator, 16, 16, WmmaTraits<T>::K, float>;
 
-// TF32: load_matrix_sync leaves the float values as they are; the hardware multiplies only their
-// top 19 bits. Rounding (not truncating) them to TF32 first is what cuBLAS and PyTorch do. The
-// same for every element, so it does not depend on the unspecified layout.
-template <class Frag>
-__device__ __forceinline__ void round_to_tf32(Frag& f) {
-  for (int i = 0; i < f.num_elements; ++i) f.x[i] = nvcuda::wmma::__float_to_tf32(f.x[i]);
+// TF32 fragments from shared memory: what load_matrix_sync(f, p, LDM) does, but with a .shared
+// load (seg::ptx::wmma_load_m16n16k8_tf32_shared): load_matrix_sync's TF32 form is a generic load
+// per element. In the simulator, load_matrix_sync itself (its fragments are its own).
+template <Major Mj, unsigned LDM>
+__device__ __forceinline__ void load_tf32_a(WmmaAFragment<float, Mj>& f, const float* p) {
+#if defined(SEG_CUDA_SIM)
+  nvcuda::wmma::load_matrix_sync(f, p, LDM);
+#else
+  uint32_t r[4];
+  seg::ptx::wmma_load_m16n16k8_tf32_shared<'a', Mj == Major::k, LDM>(r, p);  // row_major: K contiguous
+  for (int i = 0; i < 4; ++i) f.x[i] = __uint_as_float(r[i]);
+#endif
+}
+template <Major Mj, unsigned LDM>
+__device__ __forceinline__ void load_tf32_b(WmmaBFragment<float, Mj>& f, const float* p) {
+#if defined(SEG_CUDA_SIM)
+  nvcuda::wmma::load_matrix_sync(f, p, LDM);
+#else
+  uint32_t r[4];
+  seg::ptx::wmma_load_m16n16k8_tf32_shared<'b', Mj == Major::mn, LDM>(r, p);  // row_major: N contiguous
+  for (int i = 0; i < 4; ++i) f.x[i] = __uint_as_float(r[i]);
+#endif
 }
 
 }  // namespace seg::cuda::tc

@@ -15,7 +15,10 @@
 // (its cursor) moves one tile per load() with adds and compares instead of divisions.
 #pragma once
 
+#include <mma.h>
+
 #include <cstdint>
+#include <type_traits>
 
 #include "kernels/cuda/gemm/operand_source.h"
 #include "kernels/cuda/gemm/tile_config.h"
@@ -104,6 +107,28 @@ struct TileLoader {
     }
     SEG_UNROLL
     for (int j = 0; j < kCursors; ++j) src.template advance<kDepth>(cursor[j]);
+  }
+
+  // TF32: rounds the chunks this thread copied into `tile` (one stage's buffer) to TF32 in place
+  // (round to nearest, cvt.rna, as cuBLAS and PyTorch do; the tensor cores then use only the top 19
+  // bits of each float). Called between this thread's wait for that tile and the barrier that
+  // hands it to the warps: its own copies have landed, and no other thread reads them yet. Each
+  // element is rounded once per K tile instead of once per fragment load by every warp that reads
+  // it (WARPS_N warps read an A element, WARPS_M a B element).
+  __device__ void round_own_tf32(T* tile) const
+    requires std::is_same_v<T, float>
+  {
+    SEG_UNROLL
+    for (int i = 0; i < kIters; ++i) {
+      if (!kExact && smem_offset[i] < 0) continue;
+      T* dst = destination(tile, i);
+      float4 v = load_vec<float4>(dst);
+      v.x = nvcuda::wmma::__float_to_tf32(v.x);
+      v.y = nvcuda::wmma::__float_to_tf32(v.y);
+      v.z = nvcuda::wmma::__float_to_tf32(v.z);
+      v.w = nvcuda::wmma::__float_to_tf32(v.w);
+      store_vec(dst, v);
+    }
   }
 
   // Whether the source has the inside-K form of chunk() (MatrixSource does, with pointer slots or as

@@ -117,16 +117,22 @@ struct WmmaWarpTile {
     SEG_UNROLL
     for (int i = 0; i < MI; ++i) {
       const int m = wm0 + 16 * i;
-      nvcuda::wmma::load_matrix_sync(f.a[i], As + (MA == Major::k ? TileA::offset(m, kk) : TileA::offset(kk, m)),
-                                     TileA::kStride);
-      if constexpr (std::is_same_v<T, float>) round_to_tf32(f.a[i]);
+      const T* p = As + (MA == Major::k ? TileA::offset(m, kk) : TileA::offset(kk, m));
+      if constexpr (std::is_same_v<T, float>) {
+        load_tf32_a<MA, TileA::kStride>(f.a[i], p);  // already rounded to TF32 in shared memory
+      } else {
+        nvcuda::wmma::load_matrix_sync(f.a[i], p, TileA::kStride);
+      }
     }
     SEG_UNROLL
     for (int j = 0; j < NI; ++j) {
       const int n = wn0 + 16 * j;
-      nvcuda::wmma::load_matrix_sync(f.b[j], Bs + (MB == Major::k ? TileB::offset(n, kk) : TileB::offset(kk, n)),
-                                     TileB::kStride);
-      if constexpr (std::is_same_v<T, float>) round_to_tf32(f.b[j]);
+      const T* p = Bs + (MB == Major::k ? TileB::offset(n, kk) : TileB::offset(kk, n));
+      if constexpr (std::is_same_v<T, float>) {
+        load_tf32_b<MB, TileB::kStride>(f.b[j], p);  // already rounded to TF32 in shared memory
+      } else {
+        nvcuda::wmma::load_matrix_sync(f.b[j], p, TileB::kStride);
+      }
     }
   }
 

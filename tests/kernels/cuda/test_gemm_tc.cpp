@@ -165,6 +165,39 @@ TEST_CASE("gemm_tc: every schedule (round-robin, reverse, two random seeds, two 
   check_gemm<float, float>(c, TcOptions{TcFamily::wmma, TcTile::small, 1}, seg::test::cuda_configs());
 }
 
+// TF32 rounds each factor to the nearest TF32 value (cvt.rna, as cuBLAS and PyTorch do), not by
+// truncation, which is what the tensor cores do to a float's low bits on their own. Since
+// 2026-12-07 the rounding happens once in shared memory (TileLoader::round_own_tf32), not per
+// fragment: these inputs tell the two apart exactly. a = 1 + 3*2^-12 is 3/4 of a TF32 ulp (2^-10)
+// above 1: rounds to 1 + 2^-10, truncates to 1. b = 1 - 2^-12 is half a TF32 ulp (2^-11) below 1:
+// rounds (ties away from zero) to 1, truncates to 1 - 2^-11. Every sum of K = 40 products is then
+// exactly 40 * (1 + 2^-10) rounded, 40 * (1 - 2^-11) truncated. Both tiles (the loaders differ),
+// every transpose, aligned and unaligned rows (the 16-byte and the element-wise copies).
+TEST_CASE("gemm_tc: TF32 rounds its factors to nearest, once, in every path") {
+  const int M = 20, N = 24, K = 40;
+  const float a = 1.0f + 3.0f * 0x1p-12f, b = 1.0f - 0x1p-12f;
+  const float want = static_cast<float>(K) * (1.0f + 0x1p-10f);
+  for (const auto& t : kTransposes)
+    for (const TcTile tile : {TcTile::small, TcTile::large})
+      for (const int pad : {0, 1}) {
+        if (seg::test::kSanitizerBuild && tile == TcTile::large) continue;
+        const bool ta = t[0], tb = t[1];
+        const int64_t lda = (ta ? M : K) + pad, ldb = (tb ? K : N) + pad;
+        const std::vector<float> A(static_cast<size_t>((ta ? K : M) * lda), a);
+        const std::vector<float> B(static_cast<size_t>((tb ? N : K) * ldb), b);
+        seg::test::DeviceBuffer<float> dA(A), dB(B), dC(static_cast<size_t>(M * N));
+        seg::cuda::gemm_tc<float, float>(ta, tb, M, N, K, dA.get(), lda, dB.get(), ldb, dC.get(), N, nullptr,
+                                         TcEpilogue{}, TcOptions{TcFamily::wmma, tile, 1}, TcWorkspace{}, nullptr);
+        const auto got = dC.download();
+        size_t wrong = 0;
+        for (const float v : got) wrong += v != want;
+        CHECK_MESSAGE(wrong == 0, "ta " << ta << " tb " << tb << (tile == TcTile::large ? " large" : " small")
+                                        << " pad " << pad << ": " << wrong << " of " << got.size() << " differ from "
+                                        << want << " (first " << got[0] << "; truncation would give "
+                                        << static_cast<float>(K) * (1.0f - 0x1p-11f) << ")");
+      }
+}
+
 TEST_CASE("gemm_tc: unaligned leading dimensions and C = 3 take the element-wise path") {
   for (const auto& tr : kTransposes) {
     // lda/ldb/ldc not multiples of 8 elements: rows are not 16-byte aligned.
