@@ -9,6 +9,9 @@
 //                                         (16-byte aligned shared memory); all 32 lanes call it.
 //   mma_m16n8k16_f16 / _bf16(d, a, b, c)   D(16x8, f32) = A(16x16) * B(16x8) + C, A row-major and B
 //                                         column-major fragments as ldmatrix delivers them.
+//   mma_m16n8k8_tf32(d, a, b, c)           D(16x8, f32) = A(16x8) * B(8x8) + C on TF32, one float per
+//                                         register (a0 (g,t) a1 (g+8,t) a2 (g,t+4) a3 (g+8,t+4);
+//                                         b0 (t,g) b1 (t+4,g)); the low 13 bits of each are ignored.
 //   cp_async<4|8|16>(dst, src)             asynchronous global -> shared copy (.ca for 4 and 8
 //                                         bytes, .cg for 16); cp_async_16_zfill copies src_bytes
 //                                         (0..16) and zero-fills the rest (ragged tile edges).
@@ -147,6 +150,18 @@ SEG_PTX_DEVICE void cp_async_16_zfill(void* shared_dst, const void* global_src, 
                : "memory");
 #endif
 }
+SEG_PTX_DEVICE void mma_m16n8k8_tf32(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2],
+                                     const float (&c)[4] SEG_PTX_WHERE) {
+#if defined(SEG_CUDA_SIM)
+  sim::ptx::mma_m16n8k8_tf32(d, a, b, c, where);
+#else
+  asm volatile(
+      "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%10, %11, "
+      "%12, %13};\n"
+      : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "f"(c[0]), "f"(c[1]), "f"(c[2]), "f"(c[3]));
+#endif
+}
 SEG_PTX_DEVICE void cp_async_commit() {
 #if defined(SEG_CUDA_SIM)
   sim::ptx::cp_async_commit();
@@ -179,7 +194,7 @@ SEG_PTX_DEVICE void cp_async_wait_all() {
 // generic loads"). The registers are the instruction's, in its order, exactly what
 // load_matrix_sync would put in the fragment: the layout stays the library's. No simulator body:
 // the simulator's WMMA fragments are its own (kernels/sim/wmma.h), so the caller
-// (kernels/cuda/gemm/mma_fragment.h, load_tf32_fragment) runs load_matrix_sync there.
+// (kernels/cuda/gemm/mma_fragment.h, load_tf32_a/b) runs load_matrix_sync there.
 #if !defined(SEG_CUDA_SIM)
 // M = 'a' or 'b' (the matrix), ROW: the layout in memory; LDM, the leading dimension in elements,
 // is an immediate (a register stride left ptxas one address multiply per element).

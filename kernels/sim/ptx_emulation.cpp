@@ -1,4 +1,4 @@
-// Emulation of ldmatrix, mma.sync m16n8k16 and cp.async (layouts documented in ptx_emulation.h).
+// Emulation of ldmatrix, mma.sync m16n8k16 and m16n8k8 (TF32) and cp.async (layouts documented in ptx_emulation.h).
 #include "kernels/sim/ptx_emulation.h"
 
 #include <cuda_bf16.h>
@@ -89,6 +89,39 @@ void mma_complete(WarpOpView& v) {
     }
   }
   seg::sim::detail::count_mma(16, 8, 16, false);
+}
+
+// The TF32 operand as the tensor cores use it: the float's top 19 bits (sign, exponent, 10 mantissa
+// bits), the low 13 ignored.
+float tf32_operand(uint32_t reg) {
+  const uint32_t bits = reg & 0xFFFFE000u;
+  float f;
+  std::memcpy(&f, &bits, sizeof f);
+  return f;
+}
+
+// m16n8k8 TF32: A 16x8 (a0 (g, t), a1 (g+8, t), a2 (g, t+4), a3 (g+8, t+4)), B 8x8 (b0 (t, g),
+// b1 (t+4, g)), C/D as m16n8k16.
+void mma_tf32_complete(WarpOpView& v) {
+  float A[16][8], B[8][8], C[16][8];
+  for (unsigned l = 0; l < 32; ++l) {
+    const auto& in = *static_cast<const MmaIn*>(v.lanes[l]->in);
+    const unsigned g = l / 4, t = l % 4;
+    for (int i = 0; i < 4; ++i) A[g + (i % 2 ? 8 : 0)][t + (i >= 2 ? 4 : 0)] = tf32_operand(in.a[i]);
+    for (int i = 0; i < 2; ++i) B[t + (i ? 4 : 0)][g] = tf32_operand(in.b[i]);
+    for (int i = 0; i < 4; ++i) C[g + (i >= 2 ? 8 : 0)][2 * t + (i & 1)] = in.c[i];
+  }
+  for (unsigned l = 0; l < 32; ++l) {
+    auto* d = static_cast<float*>(v.lanes[l]->out);
+    const unsigned g = l / 4, t = l % 4;
+    for (int i = 0; i < 4; ++i) {
+      const unsigned row = g + (i >= 2 ? 8 : 0), col = 2 * t + (i & 1);
+      float acc = C[row][col];
+      for (int k = 0; k < 8; ++k) acc = std::fma(A[row][k], B[k][col], acc);
+      d[i] = acc;
+    }
+  }
+  seg::sim::detail::count_mma(16, 8, 8, true);
 }
 
 seg::sim::detail::CpAsyncState& cp_async_state(const char* what) {
@@ -193,6 +226,20 @@ void mma_m16n8k16(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2],
   LaneArgs args{&in, out, 0};
   seg::sim::detail::warp_collective({bf16 ? "mma.sync.m16n8k16.bf16" : "mma.sync.m16n8k16.f16", &mma_complete,
                                      0xFFFFFFFFu, &uniform, sizeof uniform, true},
+                                    args, where);
+  std::memcpy(d, out, sizeof out);
+}
+
+void mma_m16n8k8_tf32(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2], const float (&c)[4],
+                      const Where& where) {
+  MmaIn in{};
+  std::memcpy(in.a, a, sizeof in.a);
+  std::memcpy(in.b, b, sizeof in.b);
+  std::memcpy(in.c, c, sizeof in.c);
+  float out[4];
+  const int32_t uniform = 0;
+  LaneArgs args{&in, out, 0};
+  seg::sim::detail::warp_collective({"mma.sync.m16n8k8.tf32", &mma_tf32_complete, 0xFFFFFFFFu, &uniform, sizeof uniform, true},
                                     args, where);
   std::memcpy(d, out, sizeof out);
 }

@@ -11,6 +11,11 @@
 //     2t+(i&1), +8 for b2,b3; column g. C/D (16x8 floats c0..c3): row g, +8 for c2,c3; column 2t+(i&1).
 //     Products are exact and accumulated in float in k order (tensor cores may round differently
 //     in the last bits).
+//   mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32
+//     One 32-bit element per register. A (16x8, a0..a3): row g for a0, a2 and g+8 for a1, a3;
+//     column t for a0, a1 and t+4 for a2, a3. B (8x8, b0, b1): row t, +4 for b1; column g. C/D as
+//     m16n8k16. Each operand is used as TF32, its low 13 bits ignored (what the hardware does;
+//     rounding to nearest first is the caller's business), products exact, accumulated in float.
 //   cp.async.{ca,cg}.shared.global [dst], [src], cp-size{, src-size}; cp.async.commit_group;
 //   cp.async.wait_group N; cp.async.wait_all
 //     The source is read when the copy is issued; the data lands in shared memory only when a
@@ -49,6 +54,8 @@ inline void ldmatrix(uint32_t* regs, int matrices, bool transpose, const void* r
 
 void mma_m16n8k16(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2], const float (&c)[4], bool bf16,
                   const Where& where);
+void mma_m16n8k8_tf32(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2], const float (&c)[4],
+                      const Where& where);
 
 inline void cp_async(void* shared_dst, const void* global_src, int cp_size, int src_size, const Where& where) {
   detail::cp_async_check(shared_dst, global_src, cp_size, src_size, where);

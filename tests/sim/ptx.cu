@@ -69,6 +69,18 @@ __global__ void mma_kernel(const uint16_t* a, const uint16_t* b, const float* c,
   for (int i = 0; i < 4; ++i) d[(g + (i >= 2 ? 8 : 0)) * 8 + 2 * t + (i & 1)] = rd[i];
 }
 
+// m16n8k8 TF32 fragments straight from the PTX ISA's table (one float per register).
+__global__ void mma_tf32_kernel(const float* a, const float* b, const float* c, float* d) {
+  const int lane = threadIdx.x, g = lane / 4, t = lane % 4;
+  uint32_t ra[4], rb[2];
+  float rc[4], rd[4];
+  for (int reg = 0; reg < 4; ++reg) ra[reg] = __float_as_uint(a[(g + (reg % 2 ? 8 : 0)) * 8 + t + (reg >= 2 ? 4 : 0)]);
+  for (int reg = 0; reg < 2; ++reg) rb[reg] = __float_as_uint(b[(t + (reg ? 4 : 0)) * 8 + g]);
+  for (int i = 0; i < 4; ++i) rc[i] = c[(g + (i >= 2 ? 8 : 0)) * 8 + 2 * t + (i & 1)];
+  seg::ptx::mma_m16n8k8_tf32(rd, ra, rb, rc);
+  for (int i = 0; i < 4; ++i) d[(g + (i >= 2 ? 8 : 0)) * 8 + 2 * t + (i & 1)] = rd[i];
+}
+
 // One thread. Group 1: src[0..3] -> smem[0..3]; group 2: src[4..7] -> smem[4..7], zero-filled past
 // src_bytes. out[0..3]: smem[0..3] before any wait; out[4..11]: smem[0..7] after wait_group<1>;
 // out[12..19]: smem[0..7] after wait_all.
@@ -151,6 +163,10 @@ void ldmatrix_probe(const uint16_t* src, const int* perm, uint32_t* out, int mat
 }
 void mma_probe(const uint16_t* a, const uint16_t* b, const float* c, float* d, bool bf16) {
   SEG_LAUNCH(mma_kernel, 1, 32, 0, 0, a, b, c, d, bf16 ? 1 : 0);
+}
+
+void mma_tf32_probe(const float* a, const float* b, const float* c, float* d) {
+  SEG_LAUNCH(mma_tf32_kernel, 1, 32, 0, 0, a, b, c, d);
 }
 void cp_async_probe(const float* src, float* out, int src_bytes) {
   SEG_LAUNCH(cp_async_kernel, 1, 1, 8 * sizeof(float), 0, src, out, src_bytes);

@@ -66,6 +66,8 @@ void ldmatrix_probe(const uint16_t* src, const int* perm, uint32_t* out, int mat
 // mma.sync m16n8k16: a (16x16 row-major) and b (16x8 row-major, i.e. K x N) as raw f16 or bf16 bits,
 // c and d 16x8 row-major floats. Each lane builds its fragments from the PTX ISA layout.
 void mma_probe(const uint16_t* a, const uint16_t* b, const float* c, float* d, bool bf16);
+// mma.sync m16n8k8 TF32: a 16x8, b 8x8, c and d 16x8 floats, row-major.
+void mma_tf32_probe(const float* a, const float* b, const float* c, float* d);
 // cp.async: 20 floats of shared memory snapshots (layout in ptx.cu); src holds 8 floats, the second
 // copy is a 16-byte zfill with `src_bytes` valid bytes.
 void cp_async_probe(const float* src, float* out, int src_bytes);

@@ -77,6 +77,32 @@ TEST_CASE("sim: mma.sync m16n8k16 (f16 and bf16) computes D = A*B + C for every 
   }
 }
 
+TEST_CASE("sim: mma.sync m16n8k8 TF32 computes D = A*B + C on the operands' top 19 bits") {
+  std::vector<float> a(16 * 8), b(8 * 8), c(16 * 8);
+  for (size_t i = 0; i < a.size(); ++i) a[i] = std::sin(0.7f * static_cast<float>(i)) * 3.0f;
+  for (size_t i = 0; i < b.size(); ++i) b[i] = std::cos(1.1f * static_cast<float>(i));
+  for (size_t i = 0; i < c.size(); ++i) c[i] = 0.25f * static_cast<float>(i % 7) - 0.5f;
+  // The hardware ignores each operand's low 13 bits: the reference truncates them, so an
+  // emulation that used the whole float (or rounded) would differ by far more than f32 rounding.
+  auto tf32 = [](float x) {
+    uint32_t u;
+    std::memcpy(&u, &x, 4);
+    u &= 0xFFFFE000u;
+    std::memcpy(&x, &u, 4);
+    return static_cast<double>(x);
+  };
+  std::vector<double> want(16 * 8);
+  for (int i = 0; i < 16; ++i)
+    for (int j = 0; j < 8; ++j) {
+      double s = c[i * 8 + j];
+      for (int k = 0; k < 8; ++k) s += tf32(a[i * 8 + k]) * tf32(b[k * 8 + j]);
+      want[i * 8 + j] = s;
+    }
+  DeviceBuffer<float> da(a), db(b), dc(c), dd(16 * 8);
+  simtest::mma_tf32_probe(da.get(), db.get(), dc.get(), dd.get());
+  SEG_CHECK_CLOSE(dd.download(), want, seg::test::Tolerance{1e-5, 1e-6});
+}
+
 TEST_CASE("sim: cp.async lands at wait_group, zero-fills past src-size") {
   const std::vector<float> src = {1, 2, 3, 4, 5, 6, 7, 8};
   DeviceBuffer<float> dsrc(src), out(20);
