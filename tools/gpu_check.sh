@@ -32,9 +32,10 @@
 #                           tools/ncu_summary.py's table (tensor pipe, issue, stalls, conflicts)
 #   lab_conv_mobilenet  60  lab_tc conv --model mobilenet vs cuDNN (it ran out of 40 s on the first H200)
 #   lab_conv_resnet50   90  lab_tc conv --model resnet50 vs cuDNN
-#   lab_conv_resnet50_f32 60 lab_tc conv 3,8 --dtype f32 --model resnet50: O0's TF32 convolutions, the
-#                           product (v3) against its backward kernels as before 2026-12-07 (v8, one
-#                           block per SM) and cuDNN (or more: all the budget left); the three lab_conv
+#   lab_conv_resnet50_f32 60 lab_tc conv 3,8,9 --dtype f32 --model resnet50: O0's TF32 convolutions,
+#                           the product (v3, mma.sync m16n8k8) against its backward kernels as before
+#                           2026-12-07 (v8, one block per SM), TF32 WMMA (v9) and cuDNN (or more: all
+#                           the budget left); the three lab_conv
 #                           stages
 #                           print the auto engine's table rows (--emit-auto-table) at the end
 # The lab runs with --reps 10 --warmup 3 --slow-cap 4: the SIMT versions (GEMM v1/v2, conv v1) only
@@ -330,9 +331,9 @@ else
   stage lab_conv_mobilenet 60 lab conv --model mobilenet --emit-auto-table
   stage lab_conv_resnet50 90 lab conv --model resnet50 --emit-auto-table
   # the last stage: 60 s, or all that the budget has left. O0 (TF32) was the largest gap to PyTorch
-  # on the first run (5.4x on ResNet50); v3 and v8 only (with cuDNN), to fit.
+  # on the first run (5.4x on ResNet50); v3, v8 and v9 only (with cuDNN), to fit.
   l=$(left)
-  stage lab_conv_resnet50_f32 $((l > 60 ? l : 60)) lab conv 3,8 --dtype f32 --model resnet50 --emit-auto-table
+  stage lab_conv_resnet50_f32 $((l > 60 ? l : 60)) lab conv 3,8,9 --dtype f32 --model resnet50 --emit-auto-table
 fi
 
 # --- the report ------------------------------------------------------------------------------------

@@ -181,8 +181,8 @@ TC = re.compile(r"GemmKernel<([^,]+), seg::cuda::tc::TileShape<(\d+), (\d+), (\d
                 r"seg::cuda::tc::(\w+), seg::cuda::tc::(\w+)<[^>]*>, seg::cuda::tc::(\w+)<[^>]*>, "
                 r"\(seg::cuda::tc::Plant\)(\d), \(seg::cuda::tc::MainLoop\)(\d)(?:, (?:true|false))?(?:, (-?\d+))?>")
 ELEMENT = {"__half": ("f16", 2), "__nv_bfloat16": ("bf16", 2), "float": ("tf32", 4)}
-SMEM_KIND = {"0": "plain", "1": "padded", "2": "swizzled"}
-STAGE_PAD = {"MmaSyncWarpTile": 8, "WmmaWarpTile": 4}  # warp_tile.h, kStagePad (floats)
+SMEM_KIND = {"0": "plain", "1": "padded", "2": "swizzled", "3": "skewed"}
+STAGE_PAD = {"MmaSyncWarpTile": 8, "MmaSyncTf32WarpTile": 8, "WmmaWarpTile": 4}  # warp_tile.h, kStagePad (floats)
 # GemmKernel's InsideK_ (block_tile.h's two-part main loop) is matched but left out of the label: it
 # changes nothing where neither source has the inside form, and `diff` compares kernels across it.
 # Its last argument, MinBlocks_, is labelled only when it overrides the rule (>= 0: the lab's A/B
@@ -202,15 +202,23 @@ def tc_kernel(demangled):
 
     # block_tile.h: OperandTile<Kind, Major, MN, BK> = SmemTile<Kind, Rows, Cols> with
     # (Rows, Cols) = (MN, BK) for Major::k (0), (BK, MN) for Major::mn (1); a padded row has one
-    # more 16-byte chunk. kSmemBytes = max(STAGES * (A + B) elements * sizeof(T), WM * (BN + pad) * 4).
+    # more 16-byte chunk; a skewed tile (tile_config.h) is swizzled (no pad) or padded by one chunk
+    # when K-contiguous (rows of >= 4 chunks or of fewer), padded by two when MN-contiguous.
+    # kSmemBytes = max(STAGES * (A + B) elements * sizeof(T), WM * (BN + pad) * 4).
     def tile_elements(major, mn):
         rows, cols = (mn, bk) if major == "0" else (bk, mn)
-        return rows * (cols + (chunk if kind == "padded" else 0))
+        if kind == "padded":
+            pad = chunk
+        elif kind == "skewed":
+            pad = (0 if bk // chunk >= 4 else chunk) if major == "0" else 2 * chunk
+        else:
+            pad = 0
+        return rows * (cols + pad)
 
     pipeline = stages * (tile_elements(ma, bm) + tile_elements(mb, bn)) * size
     epilogue = (bm // warps_m) * (bn + STAGE_PAD[warp]) * 4
     threads = 32 * warps_m * warps_n
-    family = "mma.sync" if warp == "MmaSyncWarpTile" else "wmma"
+    family = "mma.sync" if warp in ("MmaSyncWarpTile", "MmaSyncTf32WarpTile") else "wmma"
     major = {"0": "K", "1": "MN"}  # tile_config.h: Major::k, Major::mn (the operand's contiguous dimension)
     sources = "+".join(s.replace("Source", "") for s in (src_a, src_b))
     label = f"{family} {ename} {bm}x{bn}x{bk} {stages}st {kind} A:{major[ma]} B:{major[mb]} {sources}"

@@ -1,8 +1,8 @@
 // Implicit-GEMM 2-D convolution on tensor cores (kernels/cuda/gemm/*), NHWC activations and
 // [O, KH, KW, C/groups] weights (DESIGN decision 1). Plain C++ launcher header: no CUDA include.
 // Shapes, formulas and argument order mirror kernels/cpu/conv2d.h, plus a trailing stream and
-// optional extras. T = seg::f16, seg::bf16 (mma.sync m16n8k16, f32 sums) or float (TF32 on WMMA
-// m16n16k8: the inputs are rounded to 10 mantissa bits, PyTorch's default for convolutions; strict
+// optional extras. T = seg::f16, seg::bf16 (mma.sync m16n8k16, f32 sums) or float (TF32 on mma.sync
+// m16n8k8, or WMMA m16n16k8 when asked: the inputs are rounded to 10 mantissa bits, PyTorch's default for convolutions; strict
 // f32 is the SIMT kernels' job). Outputs are overwritten.
 //
 // The three GEMMs (per group g; P = N*Ho*Wo output pixels, taps = KH*KW, Cg = C/groups, Og = O/groups):

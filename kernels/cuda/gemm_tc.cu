@@ -57,11 +57,11 @@ int device_sm_count() {
 }
 
 TcFamily resolve_family(TcFamily requested, bool is_float) {
-  if (requested == TcFamily::automatic) return is_float ? TcFamily::wmma : TcFamily::mma_sync;
-  if (requested == TcFamily::mma_sync && is_float)
-    throw std::invalid_argument(
-        "gemm_tc: the mma.sync family multiplies f16 or bf16; float inputs (TF32) use the wmma family");
-  return requested;
+  // Both families take every element type (f16/bf16 m16n8k16 or WMMA k16; TF32 m16n8k8 or WMMA k8).
+  // TF32 took WMMA until 2026-12-07: mma.sync's fragments load with a third fewer instructions
+  // (docs/tensor-cores.md, "TF32 on mma.sync").
+  (void)is_float;
+  return requested == TcFamily::automatic ? TcFamily::mma_sync : requested;
 }
 
 bool use_large_tile(TcTile requested, int64_t M, int64_t N, int groups) {

@@ -11,11 +11,14 @@
 //   bias (may be null) has TOut elements; beta == 0 never reads C; act none, ReLU or ReLU6.
 //
 // Kernel families (TcOptions::family):
-//   mma_sync  ldmatrix + mma.sync m16n8k16 from an XOR-swizzled 3-stage cp.async pipeline:
-//             block tile 128x128x32 (8 warps of 64x32) or 64x64x32 (4 warps of 32x32). f16/bf16.
+//   mma_sync  f16/bf16: ldmatrix + mma.sync m16n8k16 from an XOR-swizzled 3-stage cp.async
+//             pipeline, block tile 128x128x32 (8 warps of 64x32) or 64x64x32 (4 warps of 32x32).
+//             float: mma.sync m16n8k8 on TF32, fragments loaded one float per lane from skewed
+//             (padded) tiles, the same block tiles with K tile 16 (the backward convolutions' large
+//             tile: 8, four stages).
 //   wmma      nvcuda::wmma 16x16x16 (f16/bf16) or 16x16x8 (TF32) from a padded 3-stage pipeline,
-//             the same block tiles (K tile 16 for TF32). The only family for float.
-//   automatic mma_sync for f16/bf16, wmma for float.
+//             the same block tiles.
+//   automatic mma_sync (for float since 2026-12-07; WMMA before).
 // Tile: automatic takes 128x128 when it gives at least one block per SM, else 64x64.
 // Split-K (TcOptions::split_k; 0 = by shape, split_k_auto below): when the output has too few
 // tiles to keep the GPU's schedulers busy and K is deep (backward-weight shapes), K is cut into S

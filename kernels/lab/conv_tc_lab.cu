@@ -27,7 +27,10 @@
 //       per SM where v3's have two (block_tile.h, min_blocks_per_sm): f16 backward weight without
 //       its launch bound (160 registers against 128 and a longer main loop); f32 backward data and
 //       weight on the BK 16 tile (184-192 registers) instead of BK 8 with 4 stages. Only those
-//       directions with the large tile (and, for backward weight, no channel pad); elsewhere v3
+//       directions with the large tile (and, for backward weight, no channel pad); elsewhere v3.
+//       (The f32 kernels are WMMA's, with today's fragment loads: v9 below is the family A/B.)
+//   v9  f32 only: v3 on TF32 WMMA m16n16k8 (TcFamily::wmma), the product's TF32 family before
+//       2026-12-07, where v3 runs mma.sync m16n8k8: the A/B of that switch
 #include <cuda_fp16.h>
 
 #include <algorithm>
@@ -275,6 +278,7 @@ const std::vector<Version>& conv_versions() {
       {6, "bwd-data-w-kmajor", "v3 with backward data's weights transposed once, read K-major as forward's", false},
       {7, "product-no-phases", "v3 with strided backward data as one GEMM over every tap, as before 2026-12-07", false},
       {8, "bwd-1-block", "v3 with backward's large-tile kernels as before: 1 block per SM (f16 weight; f32 data, weight)", false},
+      {9, "tf32-wmma", "f32 only: v3 on TF32 WMMA m16n16k8, the TF32 family before 2026-12-07 (v3: mma.sync m16n8k8)", false},
   };
   return v;
 }
@@ -439,6 +443,19 @@ int run_version(int id, const ConvProblem& p, seg::cuda::Stream stream) {
       backward_weight_one_block<T>(p, args, stream);
       return true;
     }
+    case 9:
+      if constexpr (kF16) {
+        return kF32Only;
+      } else {
+        args.options.family = seg::cuda::TcFamily::wmma;
+        if (p.dir == ConvDir::forward)
+          seg::cuda::conv2d_forward_tc<T>(s, x, w, nullptr, out, stream, args);
+        else if (p.dir == ConvDir::backward_data)
+          seg::cuda::conv2d_backward_data_tc<T>(s, w, dy, out, stream, args);
+        else
+          seg::cuda::conv2d_backward_weight_tc<T>(s, x, dy, out, nullptr, stream, args);
+        return true;
+      }
     default: return false;
   }
 }

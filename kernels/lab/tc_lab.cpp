@@ -235,8 +235,8 @@ void bench_shape(const Options& o, const std::vector<lab::Version>& versions, in
       std::printf("  v%d %-18s the product's kernel and plan here (not run again)\n", v.id, v.name);
       continue;
     }
-    if (ran == lab::kF16Only) {
-      std::printf("  v%d %-18s f16 only\n", v.id, v.name);
+    if (ran == lab::kF16Only || ran == lab::kF32Only) {
+      std::printf("  v%d %-18s %s only\n", v.id, v.name, ran == lab::kF16Only ? "f16" : "f32");
       continue;
     }
     if (!ran) {

@@ -65,9 +65,10 @@ struct ConvProblem {
 const std::vector<Version>& conv_versions();
 // Runs version `id` (launches only): 1 ran, 0 this build lacks it, kSameAsProduct it would run the
 // product's (v3's) kernel with the same plan on this problem, so it is not run (or timed) again,
-// kF16Only it exists for f16 only (v2's mma.sync, v6's half transpose).
+// kF16Only it exists for f16 only (v2's mma.sync, v6's half transpose), kF32Only for f32 only (v9).
 inline constexpr int kSameAsProduct = -1;
 inline constexpr int kF16Only = -2;
+inline constexpr int kF32Only = -3;
 int run_conv_version(int id, const ConvProblem& p, seg::cuda::Stream stream);
 size_t conv_workspace_bytes(const ConvShape& s, ConvType t);
 // How the product (v3) would launch this problem, without running it: the tile, the output tiles

@@ -69,7 +69,7 @@ inline constexpr bool kBackwardConv =
 
 int device_sm_count();  // of the current device, cached per device
 
-// Resolves `automatic` and rejects a family that does not take the element type.
+// Resolves `automatic` (mma_sync for every element type).
 TcFamily resolve_family(TcFamily requested, bool is_float);
 // Large (128x128) when it gives at least one block per SM, else small (64x64).
 bool use_large_tile(TcTile requested, int64_t M, int64_t N, int groups);
@@ -177,6 +177,15 @@ void dispatch_gemm(const Params& p, TcFamily family, TcTile tile, int groups, in
                                          Plant::none, MainLoop::barrier_first, true>>{});
       else
         go(std::type_identity<GemmKernel<T, S, MA, MB, SmemKind::swizzled, MmaSyncWarpTile, ASource, BSource>>{});
+      return;
+    }
+  }
+  if constexpr (is_float) {
+    if (family == TcFamily::mma_sync) {
+      if (large)
+        go(std::type_identity<GemmKernel<T, L, MA, MB, SmemKind::skewed, MmaSyncTf32WarpTile, ASource, BSource>>{});
+      else
+        go(std::type_identity<GemmKernel<T, S, MA, MB, SmemKind::skewed, MmaSyncTf32WarpTile, ASource, BSource>>{});
       return;
     }
   }

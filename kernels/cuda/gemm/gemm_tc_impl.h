@@ -58,7 +58,6 @@ void gemm_tc_impl(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, c
                   int64_t ldb, TOut* C, int64_t ldc, const TOut* bias, const TcEpilogue& e, const TcOptions& o,
                   TcWorkspace ws, Stream stream) {
   check_gemm_args(trans_a, trans_b, M, N, K, lda, ldb, ldc);
-  resolve_family(o.family, std::is_same_v<T, float>);  // rejects mma_sync for float before anything runs
   if (M == 0 || N == 0) return;
   const int m = static_cast<int>(M), n = static_cast<int>(N), k = static_cast<int>(K);
   // op(A) = A: K contiguous (Major::k); A^T: M contiguous. op(B) = B: N contiguous; B^T: K contiguous.

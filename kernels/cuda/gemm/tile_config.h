@@ -21,6 +21,7 @@
 #include <cuda_fp16.h>
 
 #include <cstdint>
+#include <type_traits>
 
 // Full unrolling of the fixed-trip loops over fragments and chunks: without it nvcc keeps the
 // per-thread arrays (accumulators, loader slots) in local memory. (g++ builds the simulator.)
@@ -73,13 +74,23 @@ struct TileShape {
 //   swizzled  row stride Cols, but chunk j of row r is stored at chunk j ^ s(r), s(r) cycling
 //             through the chunks of one 128-byte line: the same conflict-freedom with no padding
 //             (CUTLASS's and cuBLAS's layout). Needs a power-of-two number of chunks per row >= 4.
-enum class SmemKind : int { plain, padded, swizzled };
+//   skewed    for the TF32 mma.sync fragments, loaded one 32-bit element per lane (warp_tile.h,
+//             MmaSyncTf32WarpTile), by orientation (OperandTile below). A fragment load touches 8
+//             rows x 4 columns of a K-contiguous tile: swizzled where its rows have 4 or more
+//             chunks (rows g and g+1 share a 128-byte line, the swizzle puts rows 2 apart in
+//             different chunks), padded by one chunk where they have 2 (BK 8: rows of 12 words
+//             start in 8 disjoint groups of 4 banks). It touches 4 rows x 8 columns of an
+//             MN-contiguous tile: padded by two chunks (rows 8 words apart mod 32: 4 disjoint
+//             groups of 8 banks). All conflict-free for those loads; the 16-byte copies of a row
+//             of 2 chunks padded by one are 2-way conflicted, the others are not.
+enum class SmemKind : int { plain, padded, swizzled, skewed };
 
-template <SmemKind Kind, int Rows, int Cols, class T>
+template <SmemKind Kind, int Rows, int Cols, class T, int PadChunks = 1>
 struct SmemTile {
   static constexpr int kChunk = Element<T>::kChunk;
   static constexpr int kChunks = Cols / kChunk;  // chunks per row
-  static constexpr int kStride = Kind == SmemKind::padded ? Cols + kChunk : Cols;
+  static constexpr bool kPadded = Kind == SmemKind::padded || Kind == SmemKind::skewed;
+  static constexpr int kStride = kPadded ? Cols + kChunk * PadChunks : Cols;
   static constexpr int kElements = Rows * kStride;
   static constexpr int kBytes = kElements * static_cast<int>(sizeof(T));
   static_assert(Cols % kChunk == 0, "a tile row is whole 16-byte chunks");
@@ -125,6 +136,18 @@ struct SmemTile {
 // The shared-memory tile of operand A (M x K) or B (K x N) for a given orientation:
 // Major::k stores [M or N rows][BK], Major::mn stores [BK rows][BM or BN].
 template <SmemKind Kind, Major Mj, int MN, int BK, class T>
-using OperandTile = SmemTile<Kind, Mj == Major::k ? MN : BK, Mj == Major::k ? BK : MN, T>;
+struct OperandTileOf {
+  using type = SmemTile<Kind, Mj == Major::k ? MN : BK, Mj == Major::k ? BK : MN, T>;
+};
+template <Major Mj, int MN, int BK, class T>
+struct OperandTileOf<SmemKind::skewed, Mj, MN, BK, T> {
+  static constexpr int kRowChunks = BK / Element<T>::kChunk;  // of a K-contiguous tile
+  static constexpr bool kSwizzle = kRowChunks >= 4 && (kRowChunks & (kRowChunks - 1)) == 0;
+  using type = std::conditional_t<Mj == Major::k,
+                                  SmemTile<kSwizzle ? SmemKind::swizzled : SmemKind::padded, MN, BK, T>,
+                                  SmemTile<SmemKind::skewed, BK, MN, T, 2>>;
+};
+template <SmemKind Kind, Major Mj, int MN, int BK, class T>
+using OperandTile = typename OperandTileOf<Kind, Mj, MN, BK, T>::type;
 
 }  // namespace seg::cuda::tc

@@ -6,6 +6,8 @@
 //                    each), WN/16 ldmatrix.x4 for pairs of B fragments, (WM/16)*(WN/8) mma.sync.
 //                    The accumulator layout is the PTX ISA's (mma_fragment.h), so store() writes
 //                    each lane's pairs straight to their (row, column) in shared memory.
+//   MmaSyncTf32WarpTile  mma.sync m16n8k8 on TF32 (float in shared memory): the same accumulators,
+//                    fragments loaded one float per lane at a lane base plus constants (below).
 //   WmmaWarpTile     nvcuda::wmma 16x16 fragments (k 16 for halves, k 8 for TF32): (WM/16) x (WN/16)
 //                    accumulators. Fragments load from a plain strided tile (load_matrix_sync needs
 //                    a 32-byte aligned pointer and a leading dimension of whole 16-byte units), so
@@ -74,6 +76,88 @@ struct MmaSyncWarpTile {
     for (int i = 0; i < MI; ++i)
       SEG_UNROLL
       for (int j = 0; j < NI; ++j) mma_16816<T>(acc[i][j], f.a[i], f.b[j]);
+  }
+
+  // Writes the accumulators to cs (leading dimension ldc floats), row 0 of cs being row wm0.
+  __device__ void store(float* cs, int ldc, int wn0, int lane) const {
+    const int g = lane / 4, t = lane % 4;
+    SEG_UNROLL
+    for (int i = 0; i < MI; ++i)
+      SEG_UNROLL
+      for (int j = 0; j < NI; ++j) {
+        const int row = 16 * i + g, col = wn0 + 8 * j + 2 * t;
+        store_vec(cs + row * ldc + col, make_float2(acc[i][j][0], acc[i][j][1]));
+        store_vec(cs + (row + 8) * ldc + col, make_float2(acc[i][j][2], acc[i][j][3]));
+      }
+  }
+};
+
+// TF32 on mma.sync m16n8k8: (WM/16) x (WN/8) accumulators of 16x8, 4 floats per lane each, as
+// MmaSyncWarpTile's (same layout, same store()). The fragments hold one float per register (PTX ISA,
+// m16n8k8 .tf32: a0 (g, t), a1 (g+8, t), a2 (g, t+4), a3 (g+8, t+4); b0 (k t, n g), b1 (k t+4, n g)),
+// so they are loaded with one 32-bit shared load each, at a lane base plus a constant: no ldmatrix
+// (its 16-bit transpose cannot serve the MN-contiguous tiles), no per-element address arithmetic
+// (WMMA's TF32 load computes one per element), and the values were rounded to TF32 in shared memory
+// by the loader (TileLoader::round_own_tf32). Per 8-deep k step: WM/16 * 4 + WN/8 * 2 loads and
+// (WM/16) * (WN/8) mma.sync. The tiles are SmemKind::skewed (tile_config.h): conflict-free loads.
+// moved() needs each move's column part disjoint from the base's column bits: the lane's column is
+// t < 4 and the moves are multiples of 4 (k) or of 8 (m, n) added to a warp corner that is a multiple
+// of the power-of-two warp tile, as for MmaSyncWarpTile.
+template <class T, class Shape, Major MA, Major MB, class TileA, class TileB>
+struct MmaSyncTf32WarpTile {
+  static_assert(std::is_same_v<T, float>, "TF32 mma.sync multiplies float (as TF32)");
+  static constexpr int MI = Shape::WM / 16, NI = Shape::WN / 8;
+  static constexpr int kStep = 8;  // K of one mma.sync m16n8k8
+  static_assert(Shape::BK % 8 == 0, "mma.sync m16n8k8 steps through K by 8");
+  // Every element's offset is the lane's base moved by whole rows (multiples of 8) and whole chunks
+  // (multiples of 4 columns, disjoint from the lane's column t < 4): SmemTile::moved's conditions.
+  static_assert(8 % TileA::kRowPeriod == 0 && 8 % TileB::kRowPeriod == 0, "an 8-row move keeps the swizzle");
+  static constexpr int kStagePad = 8;  // the accumulator layout is MmaSyncWarpTile's
+  float acc[MI][NI][4];
+
+  __device__ void clear() {
+    SEG_UNROLL
+    for (int i = 0; i < MI; ++i)
+      SEG_UNROLL
+      for (int j = 0; j < NI; ++j)
+        SEG_UNROLL
+        for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.0f;
+  }
+
+  struct Fragments {
+    uint32_t a[MI][4], b[NI][2];
+  };
+
+  // The offset of the element (m + dm, k + dk) of A, given base = offset of (m, k): a move of dm
+  // rows and dk columns of the tile's own orientation (SmemTile::moved); likewise for B at (k, n).
+  __device__ static int a_moved(int base, int dm, int dk) {
+    return MA == Major::k ? TileA::moved(base, dm, dk) : TileA::moved(base, dk, dm);
+  }
+  __device__ static int b_moved(int base, int dk, int dn) {
+    return MB == Major::k ? TileB::moved(base, dn, dk) : TileB::moved(base, dk, dn);
+  }
+
+  __device__ static void load_fragments(Fragments& f, const T* As, const T* Bs, int wm0, int wn0, int kk, int lane) {
+    const int g = lane / 4, t = lane % 4;
+    // The lane's element (row g, k t) of A and (k t, column g) of B; the others are moves away.
+    const int a = MA == Major::k ? TileA::offset(wm0 + g, t) : TileA::offset(t, wm0 + g);
+    const int b = MB == Major::k ? TileB::offset(wn0 + g, t) : TileB::offset(t, wn0 + g);
+    SEG_UNROLL
+    for (int i = 0; i < MI; ++i)
+      SEG_UNROLL
+      for (int r = 0; r < 4; ++r)
+        f.a[i][r] = __float_as_uint(As[a_moved(a, 16 * i + (r % 2 ? 8 : 0), kk + (r >= 2 ? 4 : 0))]);
+    SEG_UNROLL
+    for (int j = 0; j < NI; ++j)
+      SEG_UNROLL
+      for (int r = 0; r < 2; ++r) f.b[j][r] = __float_as_uint(Bs[b_moved(b, kk + (r ? 4 : 0), 8 * j)]);
+  }
+
+  __device__ void mma(const Fragments& f) {
+    SEG_UNROLL
+    for (int i = 0; i < MI; ++i)
+      SEG_UNROLL
+      for (int j = 0; j < NI; ++j) seg::ptx::mma_m16n8k8_tf32(acc[i][j], f.a[i], f.b[j], acc[i][j]);
   }
 
   // Writes the accumulators to cs (leading dimension ldc floats), row 0 of cs being row wm0.

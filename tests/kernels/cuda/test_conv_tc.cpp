@@ -266,7 +266,8 @@ TEST_CASE("conv2d_tc: every shape kind, f16 / bf16 / f32 (TF32), exact on intege
     check_conv<f16>(c, true, TcOptions{}, seg::test::rr_and_random());
     if (seg::test::kSanitizerBuild && i++ % 3) continue;  // sanitizers: bf16 and f32 on every third shape
     check_conv<bf16>(c, true, TcOptions{}, seg::test::cuda_config_rr());
-    check_conv<float>(c, true, TcOptions{}, seg::test::cuda_config_rr());
+    check_conv<float>(c, true, TcOptions{}, seg::test::cuda_config_rr());  // TF32 on mma.sync m16n8k8
+    check_conv<float>(c, true, TcOptions{TcFamily::wmma}, seg::test::cuda_config_rr());
   }
 }
 
@@ -275,6 +276,7 @@ TEST_CASE("conv2d_tc: real-valued inputs within the f32 accumulation bound") {
     check_conv<f16>(c, false, TcOptions{}, seg::test::cuda_config_rr());
     check_conv<bf16>(c, false, TcOptions{}, seg::test::cuda_config_rr());
     check_conv<float>(c, false, TcOptions{}, seg::test::cuda_config_rr());
+    check_conv<float>(c, false, TcOptions{TcFamily::wmma}, seg::test::cuda_config_rr());
   }
 }
 
@@ -316,10 +318,11 @@ TEST_CASE("conv2d_tc: TF32 with the large tiles (backward: BK 8, 4 stages)" * do
   const ConvCase deep[] = {{"3x3 16->16 on 2x12x10 (240 pixels)", shape(2, 12, 10, 16, 16, 3, 1, 1, 1)},
                            {"3x3 stride 2 16->12 on 1x9x8", shape(1, 9, 8, 16, 12, 3, 2, 1, 1)}};
   for (const ConvCase& c : deep)
-    for (const int split : {1, 3}) {
-      check_conv<float>(c, true, TcOptions{TcFamily::wmma, TcTile::large, split}, seg::test::cuda_config_rr());
-      check_conv<float>(c, false, TcOptions{TcFamily::wmma, TcTile::large, split}, seg::test::cuda_config_rr());
-    }
+    for (const TcFamily f : {TcFamily::mma_sync, TcFamily::wmma})
+      for (const int split : {1, 3}) {
+        check_conv<float>(c, true, TcOptions{f, TcTile::large, split}, seg::test::cuda_config_rr());
+        check_conv<float>(c, false, TcOptions{f, TcTile::large, split}, seg::test::cuda_config_rr());
+      }
 }
 
 // ConvTcArgs::stride_phases = false is backward data as before 2026-12-07 (one GEMM over every pixel

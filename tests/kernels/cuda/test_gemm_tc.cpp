@@ -95,7 +95,6 @@ template <class T, class TOut>
 void every_transpose_family_tile(const Case& base) {
   const TcFamily families[2] = {TcFamily::mma_sync, TcFamily::wmma};
   for (const TcFamily f : families) {
-    if (std::is_same_v<T, float> && f == TcFamily::mma_sync) continue;
     for (const TcTile t : {TcTile::large, TcTile::small})
       for (const auto& tr : kTransposes) {
         if (seg::test::kSanitizerBuild && t == TcTile::large) continue;
@@ -171,31 +170,33 @@ TEST_CASE("gemm_tc: every schedule (round-robin, reverse, two random seeds, two 
 // fragment: these inputs tell the two apart exactly. a = 1 + 3*2^-12 is 3/4 of a TF32 ulp (2^-10)
 // above 1: rounds to 1 + 2^-10, truncates to 1. b = 1 - 2^-12 is half a TF32 ulp (2^-11) below 1:
 // rounds (ties away from zero) to 1, truncates to 1 - 2^-11. Every sum of K = 40 products is then
-// exactly 40 * (1 + 2^-10) rounded, 40 * (1 - 2^-11) truncated. Both tiles (the loaders differ),
-// every transpose, aligned and unaligned rows (the 16-byte and the element-wise copies).
+// exactly 40 * (1 + 2^-10) rounded, 40 * (1 - 2^-11) truncated. Both families, both tiles (the
+// loaders differ), every transpose, aligned and unaligned rows (the 16-byte and element-wise copies).
 TEST_CASE("gemm_tc: TF32 rounds its factors to nearest, once, in every path") {
   const int M = 20, N = 24, K = 40;
   const float a = 1.0f + 3.0f * 0x1p-12f, b = 1.0f - 0x1p-12f;
   const float want = static_cast<float>(K) * (1.0f + 0x1p-10f);
-  for (const auto& t : kTransposes)
-    for (const TcTile tile : {TcTile::small, TcTile::large})
-      for (const int pad : {0, 1}) {
-        if (seg::test::kSanitizerBuild && tile == TcTile::large) continue;
-        const bool ta = t[0], tb = t[1];
-        const int64_t lda = (ta ? M : K) + pad, ldb = (tb ? K : N) + pad;
-        const std::vector<float> A(static_cast<size_t>((ta ? K : M) * lda), a);
-        const std::vector<float> B(static_cast<size_t>((tb ? N : K) * ldb), b);
-        seg::test::DeviceBuffer<float> dA(A), dB(B), dC(static_cast<size_t>(M * N));
-        seg::cuda::gemm_tc<float, float>(ta, tb, M, N, K, dA.get(), lda, dB.get(), ldb, dC.get(), N, nullptr,
-                                         TcEpilogue{}, TcOptions{TcFamily::wmma, tile, 1}, TcWorkspace{}, nullptr);
-        const auto got = dC.download();
-        size_t wrong = 0;
-        for (const float v : got) wrong += v != want;
-        CHECK_MESSAGE(wrong == 0, "ta " << ta << " tb " << tb << (tile == TcTile::large ? " large" : " small")
+  for (const TcFamily family : {TcFamily::mma_sync, TcFamily::wmma})
+    for (const auto& t : kTransposes)
+      for (const TcTile tile : {TcTile::small, TcTile::large})
+        for (const int pad : {0, 1}) {
+          if (seg::test::kSanitizerBuild && tile == TcTile::large) continue;
+          const bool ta = t[0], tb = t[1];
+          const int64_t lda = (ta ? M : K) + pad, ldb = (tb ? K : N) + pad;
+          const std::vector<float> A(static_cast<size_t>((ta ? K : M) * lda), a);
+          const std::vector<float> B(static_cast<size_t>((tb ? N : K) * ldb), b);
+          seg::test::DeviceBuffer<float> dA(A), dB(B), dC(static_cast<size_t>(M * N));
+          seg::cuda::gemm_tc<float, float>(ta, tb, M, N, K, dA.get(), lda, dB.get(), ldb, dC.get(), N, nullptr,
+                                           TcEpilogue{}, TcOptions{family, tile, 1}, TcWorkspace{}, nullptr);
+          const auto got = dC.download();
+          size_t wrong = 0;
+          for (const float v : got) wrong += v != want;
+          CHECK_MESSAGE(wrong == 0, (family == TcFamily::wmma ? "wmma" : "mma.sync")
+                                        << " ta " << ta << " tb " << tb << (tile == TcTile::large ? " large" : " small")
                                         << " pad " << pad << ": " << wrong << " of " << got.size() << " differ from "
                                         << want << " (first " << got[0] << "; truncation would give "
                                         << static_cast<float>(K) * (1.0f - 0x1p-11f) << ")");
-      }
+        }
 }
 
 TEST_CASE("gemm_tc: unaligned leading dimensions and C = 3 take the element-wise path") {
@@ -341,6 +342,4 @@ TEST_CASE("gemm_tc: bad arguments are clear errors") {
                        std::invalid_argument);
   CHECK_THROWS_WITH_AS(call(4, 4, 8, 4, 4, 4, TcFamily::automatic), doctest::Contains("lda=4"), std::invalid_argument);
   CHECK_THROWS_WITH_AS(call(4, 8, 4, 4, 4, 8, TcFamily::automatic), doctest::Contains("ldb=4"), std::invalid_argument);
-  CHECK_THROWS_WITH_AS(call(4, 4, 4, 4, 4, 4, TcFamily::mma_sync), doctest::Contains("wmma family"),
-                       std::invalid_argument);
 }
