@@ -2,7 +2,7 @@
 // (docs/tensor-cores.md, sections 3 and 4): the GEMM with mma.sync and swizzled tiles (lab v7, the
 // block kernel with the 128x128 tile, v8, the product launcher, and v12, v13, the prefetch_fragments
 // main loop with 32- and 64-deep K tiles) and the convolution's best version
-// (lab v3, the product, every direction), on small shapes whose tiles are all full. The kernels are
+// (lab v3, the product, every direction, f16 and TF32), on small shapes whose tiles are all full. The kernels are
 // the lab's (kernels/lab/gemm_tc_lab.cu, conv_tc_lab.cu), linked into this suite's default build.
 //
 // What is asserted, for the tensor-core block kernel of each run (the launches that issue MMAs; the
@@ -141,6 +141,47 @@ TEST_CASE("tc counters: the product convolution has no bank conflicts and 16 sec
     INFO(what << " v2: " << seg::sim::format_counters(plain));
     CHECK(plain.shared_load.bank_conflicts > 0);
   }
+}
+
+// TF32 (O0's convolutions) on mma.sync m16n8k8: the fragments are loaded one float per lane from
+// SmemKind::skewed tiles, chosen so that those loads are conflict-free (tile_config.h), and the
+// loader rounds its own chunks to TF32 in place with 16-byte accesses. The same 1x1 convolution in
+// f32, both tiles: 0 conflicts in every direction except backward data with the large tile, whose
+// A tile (BK 8: rows of two chunks, padded by one) has its 16-byte accesses 2-way conflicted, as
+// documented. The control is v9, the same convolution on TF32 WMMA's padded tiles: the rounding
+// pass's 16-byte accesses to rows of 4 chunks padded to 5 conflict.
+TEST_CASE("tc counters: TF32 on mma.sync has no bank conflicts where its tiles say so" * SEG_REQUIRES(tc_counters)) {
+  seg::ConvShape s;
+  s.N = 2;
+  s.H = s.W = 8;
+  s.C = s.O = 64;
+  s.KH = s.KW = 1;
+  seg::test::DeviceBuffer<float> x(seg::test::tc_inputs<float>(static_cast<size_t>(s.x_numel()), 3, true));
+  seg::test::DeviceBuffer<float> w(seg::test::tc_inputs<float>(static_cast<size_t>(s.w_numel()), 4, true));
+  seg::test::DeviceBuffer<float> dy(seg::test::tc_inputs<float>(static_cast<size_t>(s.y_numel()), 5, true));
+  seg::test::DeviceBuffer<float> out(static_cast<size_t>(s.x_numel()));
+  seg::test::DeviceBuffer<unsigned char> ws(seg::lab::conv_workspace_bytes(s, seg::lab::ConvType::f32));
+  using seg::lab::ConvDir;
+  for (const seg::cuda::TcTile tile : {seg::cuda::TcTile::small, seg::cuda::TcTile::large})
+    for (const ConvDir d : {ConvDir::forward, ConvDir::backward_data, ConvDir::backward_weight}) {
+      const seg::lab::ConvProblem p{
+          s, d, seg::lab::ConvType::f32, x.get(), w.get(), dy.get(), out.get(), ws.get(), ws.size(), tile};
+      const bool large = tile == seg::cuda::TcTile::large;
+      const std::string what = std::string("f32 conv v3 1x1 64->64 ") + seg::lab::conv_dir_name(d) +
+                               (large ? " large" : " small");
+      const auto k = block_kernel_counters(what, [&] { return seg::lab::run_conv_version(3, p, nullptr); });
+      INFO(what << ": " << seg::sim::format_counters(k));
+      CHECK(k.mma_instructions > 0);
+      if (large && d == ConvDir::backward_data)
+        CHECK(k.shared_load.bank_conflicts > 0);  // the BK 8 tile's padded rows of two chunks
+      else
+        check_conflict_free(what, k);
+      if (d == ConvDir::forward) {
+        const auto wmma = block_kernel_counters("f32 conv v9", [&] { return seg::lab::run_conv_version(9, p, nullptr); });
+        INFO(what << " v9: " << seg::sim::format_counters(wmma));
+        CHECK(wmma.shared_load.bank_conflicts > 0);
+      }
+    }
 }
 
 TEST_CASE("tc counters: backward weight of a 3-channel input pads the channels and copies 16 bytes at a time" *
