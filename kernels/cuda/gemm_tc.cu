@@ -56,11 +56,10 @@ int device_sm_count() {
   return n;
 }
 
-TcFamily resolve_family(TcFamily requested, bool is_float) {
+TcFamily resolve_family(TcFamily requested) {
   // Both families take every element type (f16/bf16 m16n8k16 or WMMA k16; TF32 m16n8k8 or WMMA k8).
   // TF32 took WMMA until 2026-12-07: mma.sync's fragments load with a third fewer instructions
   // (docs/tensor-cores.md, "TF32 on mma.sync").
-  (void)is_float;
   return requested == TcFamily::automatic ? TcFamily::mma_sync : requested;
 }
 

@@ -194,7 +194,7 @@ SEG_PTX_DEVICE void cp_async_wait_all() {
 // generic loads"). The registers are the instruction's, in its order, exactly what
 // load_matrix_sync would put in the fragment: the layout stays the library's. No simulator body:
 // the simulator's WMMA fragments are its own (kernels/sim/wmma.h), so the caller
-// (kernels/cuda/gemm/mma_fragment.h, load_tf32_a/b) runs load_matrix_sync there.
+// (kernels/cuda/gemm/mma_fragment.h, load_tf32_fragment) runs load_matrix_sync there.
 #if !defined(SEG_CUDA_SIM)
 // M = 'a' or 'b' (the matrix), ROW: the layout in memory; LDM, the leading dimension in elements,
 // is an immediate (a register stride left ptxas one address multiply per element).

@@ -356,6 +356,22 @@ std::string conv_plan_of(const ConvShape& s, ConvDir d) {
   return line;
 }
 
+// The product's launcher for p's direction, with args (v3, and the versions that change one of
+// its options).
+template <class T>
+void run_product(const ConvProblem& p, const seg::cuda::ConvTcArgs& args, seg::cuda::Stream stream) {
+  const T* x = static_cast<const T*>(p.x);
+  const T* w = static_cast<const T*>(p.w);
+  const T* dy = static_cast<const T*>(p.dy);
+  T* out = static_cast<T*>(p.out);
+  if (p.dir == ConvDir::forward)
+    seg::cuda::conv2d_forward_tc<T>(p.s, x, w, nullptr, out, stream, args);
+  else if (p.dir == ConvDir::backward_data)
+    seg::cuda::conv2d_backward_data_tc<T>(p.s, w, dy, out, stream, args);
+  else
+    seg::cuda::conv2d_backward_weight_tc<T>(p.s, x, dy, out, nullptr, stream, args);
+}
+
 template <class T>
 int run_version(int id, const ConvProblem& p, seg::cuda::Stream stream) {
   using DT = device_t<T>;
@@ -387,12 +403,7 @@ int run_version(int id, const ConvProblem& p, seg::cuda::Stream stream) {
         run_one_stage<Major::mn, Major::mn>(backward_weight_gemm<seg::f16>(s, x, dy, out, args), stream);
       return true;
     case 3:
-      if (p.dir == ConvDir::forward)
-        seg::cuda::conv2d_forward_tc<T>(s, x, w, nullptr, out, stream, args);
-      else if (p.dir == ConvDir::backward_data)
-        seg::cuda::conv2d_backward_data_tc<T>(s, w, dy, out, stream, args);
-      else
-        seg::cuda::conv2d_backward_weight_tc<T>(s, x, dy, out, nullptr, stream, args);
+      run_product<T>(p, args, stream);
       return true;
     case 4: {
       // The product as it was before 2026-12-07: the old split count, and no channel pad (its
@@ -448,12 +459,7 @@ int run_version(int id, const ConvProblem& p, seg::cuda::Stream stream) {
         return kF32Only;
       } else {
         args.options.family = seg::cuda::TcFamily::wmma;
-        if (p.dir == ConvDir::forward)
-          seg::cuda::conv2d_forward_tc<T>(s, x, w, nullptr, out, stream, args);
-        else if (p.dir == ConvDir::backward_data)
-          seg::cuda::conv2d_backward_data_tc<T>(s, w, dy, out, stream, args);
-        else
-          seg::cuda::conv2d_backward_weight_tc<T>(s, x, dy, out, nullptr, stream, args);
+        run_product<T>(p, args, stream);
         return true;
       }
     default: return false;

@@ -61,6 +61,22 @@ float element(uint32_t reg, int half, bool bf16) {
   return bf16 ? __bfloat162float(__ushort_as_bfloat16(bits)) : __half2float(__ushort_as_half(bits));
 }
 
+// D = A*B + C of an m16n8kK mma.sync into each lane's four D registers (the C/D layout of both
+// shapes: d0, d1 row g, columns 2t, 2t+1; d2, d3 row g+8): products exact, summed in float in k order.
+template <int K>
+void mma_result(WarpOpView& v, const float (&A)[16][K], const float (&B)[K][8], const float (&C)[16][8]) {
+  for (unsigned l = 0; l < 32; ++l) {
+    auto* d = static_cast<float*>(v.lanes[l]->out);
+    const unsigned g = l / 4, t = l % 4;
+    for (int i = 0; i < 4; ++i) {
+      const unsigned row = g + (i >= 2 ? 8 : 0), col = 2 * t + (i & 1);
+      float acc = C[row][col];
+      for (int k = 0; k < K; ++k) acc = std::fma(A[row][k], B[k][col], acc);
+      d[i] = acc;
+    }
+  }
+}
+
 void mma_complete(WarpOpView& v) {
   const bool bf16 = *static_cast<const int32_t*>(v.uniform) != 0;
   float A[16][16], B[16][8], C[16][8];
@@ -78,16 +94,7 @@ void mma_complete(WarpOpView& v) {
     }
     for (int i = 0; i < 4; ++i) C[g + (i >= 2 ? 8 : 0)][2 * t + (i & 1)] = in.c[i];
   }
-  for (unsigned l = 0; l < 32; ++l) {
-    auto* d = static_cast<float*>(v.lanes[l]->out);
-    const unsigned g = l / 4, t = l % 4;
-    for (int i = 0; i < 4; ++i) {
-      const unsigned row = g + (i >= 2 ? 8 : 0), col = 2 * t + (i & 1);
-      float acc = C[row][col];
-      for (int k = 0; k < 16; ++k) acc = std::fma(A[row][k], B[k][col], acc);
-      d[i] = acc;
-    }
-  }
+  mma_result(v, A, B, C);
   seg::sim::detail::count_mma(16, 8, 16, false);
 }
 
@@ -111,16 +118,7 @@ void mma_tf32_complete(WarpOpView& v) {
     for (int i = 0; i < 2; ++i) B[t + (i ? 4 : 0)][g] = tf32_operand(in.b[i]);
     for (int i = 0; i < 4; ++i) C[g + (i >= 2 ? 8 : 0)][2 * t + (i & 1)] = in.c[i];
   }
-  for (unsigned l = 0; l < 32; ++l) {
-    auto* d = static_cast<float*>(v.lanes[l]->out);
-    const unsigned g = l / 4, t = l % 4;
-    for (int i = 0; i < 4; ++i) {
-      const unsigned row = g + (i >= 2 ? 8 : 0), col = 2 * t + (i & 1);
-      float acc = C[row][col];
-      for (int k = 0; k < 8; ++k) acc = std::fma(A[row][k], B[k][col], acc);
-      d[i] = acc;
-    }
-  }
+  mma_result(v, A, B, C);
   seg::sim::detail::count_mma(16, 8, 8, true);
 }
 

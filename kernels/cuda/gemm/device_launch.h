@@ -70,7 +70,7 @@ inline constexpr bool kBackwardConv =
 int device_sm_count();  // of the current device, cached per device
 
 // Resolves `automatic` (mma_sync for every element type).
-TcFamily resolve_family(TcFamily requested, bool is_float);
+TcFamily resolve_family(TcFamily requested);
 // Large (128x128) when it gives at least one block per SM, else small (64x64).
 bool use_large_tile(TcTile requested, int64_t M, int64_t N, int groups);
 
@@ -156,7 +156,7 @@ template <class T, Major MA, Major MB, class ASource, class BSource, bool WmmaHa
 void dispatch_gemm(const Params& p, TcFamily family, TcTile tile, int groups, int requested_splits, TcWorkspace ws,
                    Stream stream) {
   constexpr bool is_float = std::is_same_v<T, float>;
-  family = resolve_family(family, is_float);
+  family = resolve_family(family);
   if (!is_float && !WmmaHalves && family == TcFamily::wmma)
     throw std::invalid_argument(
         "tensor-core convolution: f16/bf16 convolutions are built with the mma.sync family only (wmma: float, TF32)");

@@ -127,26 +127,17 @@ using WmmaBFragment =
 template <class T>
 using WmmaAccumulator = nvcuda::wmma::fragment<nvcuda::wmma::accumulator, 16, 16, WmmaTraits<T>::K, float>;
 
-// TF32 fragments from shared memory: what load_matrix_sync(f, p, LDM) does, but with a .shared
+// A TF32 fragment from shared memory: what load_matrix_sync(f, p, LDM) does, but with a .shared
 // load (seg::ptx::wmma_load_m16n16k8_tf32_shared): load_matrix_sync's TF32 form is a generic load
-// per element. In the simulator, load_matrix_sync itself (its fragments are its own).
-template <Major Mj, unsigned LDM>
-__device__ __forceinline__ void load_tf32_a(WmmaAFragment<float, Mj>& f, const float* p) {
+// per element. M is 'a' or 'b', ROW whether the fragment is row_major (A stored K-contiguous, B
+// N-contiguous). In the simulator, load_matrix_sync itself (its fragments are its own).
+template <char M, bool ROW, unsigned LDM, class Frag>
+__device__ __forceinline__ void load_tf32_fragment(Frag& f, const float* p) {
 #if defined(SEG_CUDA_SIM)
   nvcuda::wmma::load_matrix_sync(f, p, LDM);
 #else
   uint32_t r[4];
-  seg::ptx::wmma_load_m16n16k8_tf32_shared<'a', Mj == Major::k, LDM>(r, p);  // row_major: K contiguous
-  for (int i = 0; i < 4; ++i) f.x[i] = __uint_as_float(r[i]);
-#endif
-}
-template <Major Mj, unsigned LDM>
-__device__ __forceinline__ void load_tf32_b(WmmaBFragment<float, Mj>& f, const float* p) {
-#if defined(SEG_CUDA_SIM)
-  nvcuda::wmma::load_matrix_sync(f, p, LDM);
-#else
-  uint32_t r[4];
-  seg::ptx::wmma_load_m16n16k8_tf32_shared<'b', Mj == Major::mn, LDM>(r, p);  // row_major: N contiguous
+  seg::ptx::wmma_load_m16n16k8_tf32_shared<M, ROW, LDM>(r, p);
   for (int i = 0; i < 4; ++i) f.x[i] = __uint_as_float(r[i]);
 #endif
 }

@@ -31,12 +31,12 @@
 
 namespace seg::cuda::tc {
 
-template <class T, class Shape, Major MA, Major MB, class TileA, class TileB>
-struct MmaSyncWarpTile {
-  static constexpr int MI = Shape::WM / 16, NI = Shape::WN / 8;
-  static constexpr int kStep = 16;  // K of one mma.sync
-  static_assert(NI % 2 == 0, "B fragments are loaded in pairs of n8 tiles");
-  static_assert(Shape::BK % 16 == 0, "mma.sync m16n8k16 steps through K by 16");
+// The accumulators of the mma.sync warp tiles (m16n8k16 and TF32 m16n8k8 share the 16x8 C layout,
+// mma_fragment.h): MI x NI tiles of 16x8, four floats per lane each, with their clearing and their
+// hand-over to the epilogue's shared-memory tile.
+template <int MI_, int NI_>
+struct MmaAccumulators {
+  static constexpr int MI = MI_, NI = NI_;
   // Row padding (floats) of the epilogue's staging tile: each half-warp's float2 stores (rows g,
   // columns 2t) then cover all 32 banks once.
   static constexpr int kStagePad = 8;
@@ -50,6 +50,28 @@ struct MmaSyncWarpTile {
         SEG_UNROLL
         for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.0f;
   }
+
+  // Writes the accumulators to cs (leading dimension ldc floats), row 0 of cs being row wm0.
+  __device__ void store(float* cs, int ldc, int wn0, int lane) const {
+    const int g = lane / 4, t = lane % 4;
+    SEG_UNROLL
+    for (int i = 0; i < MI; ++i)
+      SEG_UNROLL
+      for (int j = 0; j < NI; ++j) {
+        const int row = 16 * i + g, col = wn0 + 8 * j + 2 * t;
+        store_vec(cs + row * ldc + col, make_float2(acc[i][j][0], acc[i][j][1]));
+        store_vec(cs + (row + 8) * ldc + col, make_float2(acc[i][j][2], acc[i][j][3]));
+      }
+  }
+};
+
+template <class T, class Shape, Major MA, Major MB, class TileA, class TileB>
+struct MmaSyncWarpTile : MmaAccumulators<Shape::WM / 16, Shape::WN / 8> {
+  using Acc = MmaAccumulators<Shape::WM / 16, Shape::WN / 8>;
+  using Acc::acc, Acc::MI, Acc::NI;
+  static constexpr int kStep = 16;  // K of one mma.sync
+  static_assert(NI % 2 == 0, "B fragments are loaded in pairs of n8 tiles");
+  static_assert(Shape::BK % 16 == 0, "mma.sync m16n8k16 steps through K by 16");
 
   // One k step's operands in registers: MI A fragments and NI B fragments.
   struct Fragments {
@@ -78,22 +100,10 @@ struct MmaSyncWarpTile {
       for (int j = 0; j < NI; ++j) mma_16816<T>(acc[i][j], f.a[i], f.b[j]);
   }
 
-  // Writes the accumulators to cs (leading dimension ldc floats), row 0 of cs being row wm0.
-  __device__ void store(float* cs, int ldc, int wn0, int lane) const {
-    const int g = lane / 4, t = lane % 4;
-    SEG_UNROLL
-    for (int i = 0; i < MI; ++i)
-      SEG_UNROLL
-      for (int j = 0; j < NI; ++j) {
-        const int row = 16 * i + g, col = wn0 + 8 * j + 2 * t;
-        store_vec(cs + row * ldc + col, make_float2(acc[i][j][0], acc[i][j][1]));
-        store_vec(cs + (row + 8) * ldc + col, make_float2(acc[i][j][2], acc[i][j][3]));
-      }
-  }
 };
 
 // TF32 on mma.sync m16n8k8: (WM/16) x (WN/8) accumulators of 16x8, 4 floats per lane each, as
-// MmaSyncWarpTile's (same layout, same store()). The fragments hold one float per register (PTX ISA,
+// MmaSyncWarpTile's (MmaAccumulators: same layout, same store()). The fragments hold one float per register (PTX ISA,
 // m16n8k8 .tf32: a0 (g, t), a1 (g+8, t), a2 (g, t+4), a3 (g+8, t+4); b0 (k t, n g), b1 (k t+4, n g)),
 // so they are loaded with one 32-bit shared load each, at a lane base plus a constant: no ldmatrix
 // (its 16-bit transpose cannot serve the MN-contiguous tiles), no per-element address arithmetic
@@ -104,25 +114,15 @@ struct MmaSyncWarpTile {
 // t < 4 and the moves are multiples of 4 (k) or of 8 (m, n) added to a warp corner that is a multiple
 // of the power-of-two warp tile, as for MmaSyncWarpTile.
 template <class T, class Shape, Major MA, Major MB, class TileA, class TileB>
-struct MmaSyncTf32WarpTile {
+struct MmaSyncTf32WarpTile : MmaAccumulators<Shape::WM / 16, Shape::WN / 8> {
+  using Acc = MmaAccumulators<Shape::WM / 16, Shape::WN / 8>;
+  using Acc::acc, Acc::MI, Acc::NI;
   static_assert(std::is_same_v<T, float>, "TF32 mma.sync multiplies float (as TF32)");
-  static constexpr int MI = Shape::WM / 16, NI = Shape::WN / 8;
   static constexpr int kStep = 8;  // K of one mma.sync m16n8k8
   static_assert(Shape::BK % 8 == 0, "mma.sync m16n8k8 steps through K by 8");
   // Every element's offset is the lane's base moved by whole rows (multiples of 8) and whole chunks
   // (multiples of 4 columns, disjoint from the lane's column t < 4): SmemTile::moved's conditions.
   static_assert(8 % TileA::kRowPeriod == 0 && 8 % TileB::kRowPeriod == 0, "an 8-row move keeps the swizzle");
-  static constexpr int kStagePad = 8;  // the accumulator layout is MmaSyncWarpTile's
-  float acc[MI][NI][4];
-
-  __device__ void clear() {
-    SEG_UNROLL
-    for (int i = 0; i < MI; ++i)
-      SEG_UNROLL
-      for (int j = 0; j < NI; ++j)
-        SEG_UNROLL
-        for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.0f;
-  }
 
   struct Fragments {
     uint32_t a[MI][4], b[NI][2];
@@ -160,18 +160,6 @@ struct MmaSyncTf32WarpTile {
       for (int j = 0; j < NI; ++j) seg::ptx::mma_m16n8k8_tf32(acc[i][j], f.a[i], f.b[j], acc[i][j]);
   }
 
-  // Writes the accumulators to cs (leading dimension ldc floats), row 0 of cs being row wm0.
-  __device__ void store(float* cs, int ldc, int wn0, int lane) const {
-    const int g = lane / 4, t = lane % 4;
-    SEG_UNROLL
-    for (int i = 0; i < MI; ++i)
-      SEG_UNROLL
-      for (int j = 0; j < NI; ++j) {
-        const int row = 16 * i + g, col = wn0 + 8 * j + 2 * t;
-        store_vec(cs + row * ldc + col, make_float2(acc[i][j][0], acc[i][j][1]));
-        store_vec(cs + (row + 8) * ldc + col, make_float2(acc[i][j][2], acc[i][j][3]));
-      }
-  }
 };
 
 template <class T, class Shape, Major MA, Major MB, class TileA, class TileB>
@@ -203,7 +191,7 @@ struct WmmaWarpTile {
       const int m = wm0 + 16 * i;
       const T* p = As + (MA == Major::k ? TileA::offset(m, kk) : TileA::offset(kk, m));
       if constexpr (std::is_same_v<T, float>) {
-        load_tf32_a<MA, TileA::kStride>(f.a[i], p);  // already rounded to TF32 in shared memory
+        load_tf32_fragment<'a', MA == Major::k, TileA::kStride>(f.a[i], p);  // already rounded to TF32 in shared memory
       } else {
         nvcuda::wmma::load_matrix_sync(f.a[i], p, TileA::kStride);
       }
@@ -213,7 +201,7 @@ struct WmmaWarpTile {
       const int n = wn0 + 16 * j;
       const T* p = Bs + (MB == Major::k ? TileB::offset(n, kk) : TileB::offset(kk, n));
       if constexpr (std::is_same_v<T, float>) {
-        load_tf32_b<MB, TileB::kStride>(f.b[j], p);  // already rounded to TF32 in shared memory
+        load_tf32_fragment<'b', MB == Major::mn, TileB::kStride>(f.b[j], p);  // already rounded to TF32 in shared memory
       } else {
         nvcuda::wmma::load_matrix_sync(f.b[j], p, TileB::kStride);
       }
