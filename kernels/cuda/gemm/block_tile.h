@@ -108,6 +108,14 @@ constexpr int min_blocks_per_sm() {
   if constexpr (Shape::BM == 128 && ((!std::is_same_v<T, float> && std::is_same_v<ASource, ConvBwdDataASource<T>>) ||
                                      (std::is_same_v<T, float> && std::is_same_v<ASource, ConvFwdASource<float>>)))
     return 1;
+  // The TF32 backward-data kernel with the 64x64 tile, since its A fragments load with ldmatrix
+  // (2026-12-07): ptxas's own choice on sm_80 was 96 registers and a 4-byte spill; bounded to 5
+  // blocks the same, to 4 (at most 128 registers) it takes 128 and does not spill. 4 blocks of 4
+  // warps per SM instead of 5, on sm_80 only (sm_90: 96 registers, no spill, unbounded). The bound
+  // holds for the WMMA kernel of that tile too (sm_80: 96 -> 123 registers, 5 -> 4 blocks).
+  if constexpr (std::is_same_v<T, float> && std::is_same_v<ASource, ConvBwdDataASource<float>> && Shape::BM == 64 &&
+                Shape::BN == 64)
+    return 4;
 #endif
   return 0;
 }

@@ -13,6 +13,16 @@
 // address for both orientations. They take the tile's layout (SmemTile) so swizzled, padded and
 // plain tiles share the code.
 //
+// mma.sync.m16n8k8 .tf32 (PTX ISA, "Matrix fragments for mma.m16n8k8"), one float per register:
+//   A 16x8 (4 regs): a[0] = A[g][t]  a[1] = A[g+8][t]  a[2] = A[g][t+4]  a[3] = A[g+8][t+4]
+//   B 8x8  (2 regs): b[0] = B[t][g]  b[1] = B[t+4][g]        C/D as m16n8k16's.
+// ldmatrix moves bits: the "pair of halves" lane l gets from row l/4 is the 32-bit word l%4 of that
+// 16-byte row, i.e. one float. So a K-contiguous TF32 tile is the same four 8x8 matrices, each
+// 8 rows x 4 floats (one chunk), and ldmatrix.x4 without .trans loads an A fragment, or the B
+// fragments of two n8 tiles, exactly as for halves: the address helpers step by Tile::kChunk
+// elements (one 16-byte chunk), not by 8. ldmatrix.trans swaps 16-bit halves, not floats, so an
+// MN-contiguous TF32 tile is loaded one float per lane (warp_tile.h, MmaSyncTf32WarpTile).
+//
 // WMMA: the fragment types for 16x16 tiles. Their element-to-lane mapping is unspecified (it
 // differs between GPU generations): code may treat every element alike (scaling, tf32 rounding)
 // but anything position-dependent goes through shared memory (DESIGN decision 3).
@@ -46,14 +56,17 @@ __device__ __forceinline__ void mma_16816(float (&d)[4], const uint32_t (&a)[4],
 // 16 % Tile::kRowPeriod == 0 and, in a swizzled tile whose warp corner lies along the contiguous
 // dimension (Major::mn), a power-of-two warp tile: asserted by the warp tile (warp_tile.h).
 
-// A, rows m0..m0+15 (m0: the warp tile's first row), columns 0..15 of the K tile.
+// A, rows m0..m0+15 (m0: the warp tile's first row), columns 0..15 of the K tile (halves; for
+// TF32 below, columns 0..7).
 template <Major Mj, class Tile>
 __device__ __forceinline__ int a_fragment_base(int m0, int lane) {
   if constexpr (Mj == Major::k) {
-    // Lanes 0-15 address rows m0..m0+15 at k 0 (matrices 0, 1), lanes 16-31 the same rows at k 8
-    // (matrices 2, 3): registers come back as a[0..3] of the table above.
-    return Tile::offset(m0 + lane % 16, (lane / 16) * 8);
+    // Lanes 0-15 address rows m0..m0+15 at the first chunk (matrices 0, 1), lanes 16-31 the same
+    // rows one 16-byte chunk on, k 8 (matrices 2, 3): registers come back as a[0..3] of the table
+    // above. The chunk is Tile::kChunk elements: 8 halves, or 4 floats for TF32.
+    return Tile::offset(m0 + lane % 16, (lane / 16) * Tile::kChunk);
   } else {
+    static_assert(Tile::kChunk == 8, "ldmatrix.trans transposes 16-bit elements: no TF32 MN-major fragments");
     // Stored [k][m]: matrix q = lane / 8 is rows (q / 2) * 8 .. +7 at columns m0 + (q % 2) * 8;
     // .trans turns each into the (m, k) 8x8 block that a[q] needs.
     const int q = lane / 8, r = lane % 8;
@@ -61,7 +74,8 @@ __device__ __forceinline__ int a_fragment_base(int m0, int lane) {
   }
 }
 
-// The A fragment dm rows below the base's (a multiple of 16), at k step k0 (a multiple of 16).
+// The A fragment dm rows below the base's (a multiple of 16), at k step k0 (a multiple of 16; of 8
+// for TF32).
 template <Major Mj, class Tile, class T>
 __device__ __forceinline__ void load_a_fragment(uint32_t (&a)[4], const T* tile, int base, int dm, int k0) {
   if constexpr (Mj == Major::k)
@@ -75,10 +89,12 @@ template <Major Mj, class Tile>
 __device__ __forceinline__ int b_fragment_base(int n0, int lane) {
   const int q = lane / 8, r = lane % 8;
   if constexpr (Mj == Major::k) {
-    // Stored [n][k]: matrix q is rows n0 + (q / 2) * 8 + r at k (q % 2) * 8; each 8x8 (n, k) block
-    // read without .trans gives lane l the pair B[2t..2t+1][g] that b[] holds.
-    return Tile::offset(n0 + (q / 2) * 8 + r, (q % 2) * 8);
+    // Stored [n][k]: matrix q is rows n0 + (q / 2) * 8 + r at chunk q % 2 (k 0 or 8 for halves,
+    // 0 or 4 for TF32); each 8x8 (n, k) block read without .trans gives lane l the pair
+    // B[2t..2t+1][g] that b[] holds (for TF32 the one float B[t][g], resp. B[t+4][g]).
+    return Tile::offset(n0 + (q / 2) * 8 + r, (q % 2) * Tile::kChunk);
   } else {
+    static_assert(Tile::kChunk == 8, "ldmatrix.trans transposes 16-bit elements: no TF32 MN-major fragments");
     // Stored [k][n]: matrix q is rows (q % 2) * 8 + r at n0 + (q / 2) * 8, read with .trans.
     return Tile::offset((q % 2) * 8 + r, n0 + (q / 2) * 8);
   }

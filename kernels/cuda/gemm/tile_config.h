@@ -36,7 +36,8 @@ namespace seg::cuda::tc {
 enum class Major : int { k, mn };
 
 // Element types the tensor cores multiply: __half, __nv_bfloat16 (m16n8k16 or WMMA k16), and float
-// as TF32 (WMMA m16n16k8 only). A chunk is the 16 bytes one cp.async or one ldmatrix row moves.
+// as TF32 (WMMA m16n16k8, mma.sync m16n8k8). A chunk is the 16 bytes one cp.async or one ldmatrix
+// row moves.
 template <class T>
 struct Element {
   static constexpr int kBytes = static_cast<int>(sizeof(T));
@@ -74,12 +75,12 @@ struct TileShape {
 //   swizzled  row stride Cols, but chunk j of row r is stored at chunk j ^ s(r), s(r) cycling
 //             through the chunks of one 128-byte line: the same conflict-freedom with no padding
 //             (CUTLASS's and cuBLAS's layout). Needs a power-of-two number of chunks per row >= 4.
-//   skewed    for the TF32 mma.sync fragments, loaded one 32-bit element per lane (warp_tile.h,
-//             MmaSyncTf32WarpTile), by orientation (OperandTile below). A fragment load touches 8
-//             rows x 4 columns of a K-contiguous tile: swizzled where its rows have 4 or more
-//             chunks (rows g and g+1 share a 128-byte line, the swizzle puts rows 2 apart in
+//   skewed    for the TF32 mma.sync fragments (warp_tile.h, MmaSyncTf32WarpTile), by orientation
+//             (OperandTile below). Its ldmatrix (K-contiguous) reads 8 rows x one 16-byte chunk, and
+//             a per-element load would touch 8 rows x 4 columns: swizzled where the rows have 4 or
+//             more chunks (rows g and g+1 share a 128-byte line, the swizzle puts rows 2 apart in
 //             different chunks), padded by one chunk where they have 2 (BK 8: rows of 12 words
-//             start in 8 disjoint groups of 4 banks). It touches 4 rows x 8 columns of an
+//             start in 8 disjoint groups of 4 banks). A per-element load touches 4 rows x 8 columns of an
 //             MN-contiguous tile: padded by two chunks (rows 8 words apart mod 32: 4 disjoint
 //             groups of 8 banks). All conflict-free for those loads; the 16-byte copies of a row
 //             of 2 chunks padded by one are 2-way conflicted, the others are not.

@@ -6,8 +6,9 @@
 //                    each), WN/16 ldmatrix.x4 for pairs of B fragments, (WM/16)*(WN/8) mma.sync.
 //                    The accumulator layout is the PTX ISA's (mma_fragment.h), so store() writes
 //                    each lane's pairs straight to their (row, column) in shared memory.
-//   MmaSyncTf32WarpTile  mma.sync m16n8k8 on TF32 (float in shared memory): the same accumulators,
-//                    fragments loaded one float per lane at a lane base plus constants (below).
+//   MmaSyncTf32WarpTile  mma.sync m16n8k8 on TF32 (float in shared memory): the same accumulators;
+//                    K-contiguous operands loaded with ldmatrix.x4 as above, MN-contiguous ones one
+//                    float per lane at a lane base plus constants (below).
 //   WmmaWarpTile     nvcuda::wmma 16x16 fragments (k 16 for halves, k 8 for TF32): (WM/16) x (WN/16)
 //                    accumulators. Fragments load from a plain strided tile (load_matrix_sync needs
 //                    a 32-byte aligned pointer and a leading dimension of whole 16-byte units), so
@@ -103,16 +104,21 @@ struct MmaSyncWarpTile : MmaAccumulators<Shape::WM / 16, Shape::WN / 8> {
 };
 
 // TF32 on mma.sync m16n8k8: (WM/16) x (WN/8) accumulators of 16x8, 4 floats per lane each, as
-// MmaSyncWarpTile's (MmaAccumulators: same layout, same store()). The fragments hold one float per register (PTX ISA,
-// m16n8k8 .tf32: a0 (g, t), a1 (g+8, t), a2 (g, t+4), a3 (g+8, t+4); b0 (k t, n g), b1 (k t+4, n g)),
-// so they are loaded with one 32-bit shared load each, at a lane base plus a constant: no ldmatrix
-// (its 16-bit transpose cannot serve the MN-contiguous tiles), no per-element address arithmetic
-// (WMMA's TF32 load computes one per element), and the values were rounded to TF32 in shared memory
-// by the loader (TileLoader::round_own_tf32). Per 8-deep k step: WM/16 * 4 + WN/8 * 2 loads and
-// (WM/16) * (WN/8) mma.sync. The tiles are SmemKind::skewed (tile_config.h): conflict-free loads.
+// MmaSyncWarpTile's (MmaAccumulators: same layout, same store()). The fragments hold one float per
+// register (PTX ISA, m16n8k8 .tf32: a0 (g, t), a1 (g+8, t), a2 (g, t+4), a3 (g+8, t+4); b0 (k t,
+// n g), b1 (k t+4, n g)); the values were rounded to TF32 in shared memory by the loader
+// (TileLoader::round_own_tf32). How they are loaded depends on the operand's orientation:
+//   K-contiguous (Major::k): ldmatrix.x4, as for halves (mma_fragment.h: each 16-bit "pair" it
+//     delivers is one float), one per A fragment and one per pair of B fragments.
+//   MN-contiguous (Major::mn): one 32-bit shared load per element at a lane base plus a constant
+//     (ldmatrix.trans would swap halves of floats), no per-element address arithmetic (WMMA's TF32
+//     load computes one per element).
+// Per 8-deep k step: WM/16 ldmatrix.x4 (K-contiguous A) or WM/16 * 4 loads (MN-contiguous), WN/16
+// ldmatrix.x4 or WN/8 * 2 loads for B, and (WM/16) * (WN/8) mma.sync. The tiles are
+// SmemKind::skewed (tile_config.h): conflict-free for both kinds of load.
 // moved() needs each move's column part disjoint from the base's column bits: the lane's column is
-// t < 4 and the moves are multiples of 4 (k) or of 8 (m, n) added to a warp corner that is a multiple
-// of the power-of-two warp tile, as for MmaSyncWarpTile.
+// t < 4, or chunk 0 or 1 (0 or 4) for ldmatrix, and the moves are multiples of 8 (k steps, m, n)
+// added to a warp corner that is a multiple of the power-of-two warp tile, as for MmaSyncWarpTile.
 template <class T, class Shape, Major MA, Major MB, class TileA, class TileB>
 struct MmaSyncTf32WarpTile : MmaAccumulators<Shape::WM / 16, Shape::WN / 8> {
   using Acc = MmaAccumulators<Shape::WM / 16, Shape::WN / 8>;
@@ -123,34 +129,46 @@ struct MmaSyncTf32WarpTile : MmaAccumulators<Shape::WM / 16, Shape::WN / 8> {
   // Every element's offset is the lane's base moved by whole rows (multiples of 8) and whole chunks
   // (multiples of 4 columns, disjoint from the lane's column t < 4): SmemTile::moved's conditions.
   static_assert(8 % TileA::kRowPeriod == 0 && 8 % TileB::kRowPeriod == 0, "an 8-row move keeps the swizzle");
+  static_assert(MB == Major::mn || NI % 2 == 0, "K-contiguous B fragments are loaded in pairs of n8 tiles");
+  static_assert((Shape::WM & (Shape::WM - 1)) == 0 && (Shape::WN & (Shape::WN - 1)) == 0,
+                "warp tiles are powers of two: corner + 16 * i == corner ^ 16 * i");
 
   struct Fragments {
     uint32_t a[MI][4], b[NI][2];
   };
 
-  // The offset of the element (m + dm, k + dk) of A, given base = offset of (m, k): a move of dm
-  // rows and dk columns of the tile's own orientation (SmemTile::moved); likewise for B at (k, n).
-  __device__ static int a_moved(int base, int dm, int dk) {
-    return MA == Major::k ? TileA::moved(base, dm, dk) : TileA::moved(base, dk, dm);
-  }
-  __device__ static int b_moved(int base, int dk, int dn) {
-    return MB == Major::k ? TileB::moved(base, dn, dk) : TileB::moved(base, dk, dn);
-  }
+  // The offset of the element (m + dm, k + dk) of an MN-contiguous A, given base = offset of (m, k):
+  // a move of dk rows and dm columns of the tile (SmemTile::moved); likewise for B at (k, n).
+  __device__ static int a_moved(int base, int dm, int dk) { return TileA::moved(base, dk, dm); }
+  __device__ static int b_moved(int base, int dk, int dn) { return TileB::moved(base, dk, dn); }
 
   __device__ static void load_fragments(Fragments& f, const T* As, const T* Bs, int wm0, int wn0, int kk, int lane) {
     const int g = lane / 4, t = lane % 4;
-    // The lane's element (row g, k t) of A and (k t, column g) of B; the others are moves away.
-    const int a = MA == Major::k ? TileA::offset(wm0 + g, t) : TileA::offset(t, wm0 + g);
-    const int b = MB == Major::k ? TileB::offset(wn0 + g, t) : TileB::offset(t, wn0 + g);
-    SEG_UNROLL
-    for (int i = 0; i < MI; ++i)
+    if constexpr (MA == Major::k) {
+      const int a = a_fragment_base<Major::k, TileA>(wm0, lane);
       SEG_UNROLL
-      for (int r = 0; r < 4; ++r)
-        f.a[i][r] = __float_as_uint(As[a_moved(a, 16 * i + (r % 2 ? 8 : 0), kk + (r >= 2 ? 4 : 0))]);
-    SEG_UNROLL
-    for (int j = 0; j < NI; ++j)
+      for (int i = 0; i < MI; ++i) load_a_fragment<Major::k, TileA>(f.a[i], As, a, 16 * i, kk);
+    } else {
+      // The lane's element (k t, row g) of A; the others are moves away.
+      const int a = TileA::offset(t, wm0 + g);
       SEG_UNROLL
-      for (int r = 0; r < 2; ++r) f.b[j][r] = __float_as_uint(Bs[b_moved(b, kk + (r ? 4 : 0), 8 * j)]);
+      for (int i = 0; i < MI; ++i)
+        SEG_UNROLL
+        for (int r = 0; r < 4; ++r)
+          f.a[i][r] = __float_as_uint(As[a_moved(a, 16 * i + (r % 2 ? 8 : 0), kk + (r >= 2 ? 4 : 0))]);
+    }
+    if constexpr (MB == Major::k) {
+      const int b = b_fragment_base<Major::k, TileB>(wn0, lane);
+      SEG_UNROLL
+      for (int j = 0; j < NI; j += 2) load_b_fragments<Major::k, TileB>(f.b[j], f.b[j + 1], Bs, b, 8 * j, kk);
+    } else {
+      // The lane's element (k t, column g) of B.
+      const int b = TileB::offset(t, wn0 + g);
+      SEG_UNROLL
+      for (int j = 0; j < NI; ++j)
+        SEG_UNROLL
+        for (int r = 0; r < 2; ++r) f.b[j][r] = __float_as_uint(Bs[b_moved(b, kk + (r ? 4 : 0), 8 * j)]);
+    }
   }
 
   __device__ void mma(const Fragments& f) {
