@@ -74,16 +74,16 @@ struct TileShape {
 //             wants a plain strided matrix (WMMA's load_matrix_sync).
 //   swizzled  row stride Cols, but chunk j of row r is stored at chunk j ^ s(r), s(r) cycling
 //             through the chunks of one 128-byte line: the same conflict-freedom with no padding
-//             (CUTLASS's and cuBLAS's layout). Needs a power-of-two number of chunks per row >= 4.
+//             (CUTLASS's and cuBLAS's layout). Needs a power-of-two number of chunks per row >= 2.
+//             Rows of 2 chunks (32 bytes, the TF32 BK 8 tile): 4 rows share a line and s(r) =
+//             (r / 4) % 2, so an ldmatrix's rows 0-3 take the even (chunk 0) or odd bank groups and
+//             rows 4-7 the others, and 8 lanes copying 16 bytes each cover one whole line.
 //   skewed    for the TF32 mma.sync fragments (warp_tile.h, MmaSyncTf32WarpTile), by orientation
-//             (OperandTile below). Its ldmatrix (K-contiguous) reads 8 rows x one 16-byte chunk, and
-//             a per-element load would touch 8 rows x 4 columns: swizzled where the rows have 4 or
-//             more chunks (rows g and g+1 share a 128-byte line, the swizzle puts rows 2 apart in
-//             different chunks), padded by one chunk where they have 2 (BK 8: rows of 12 words
-//             start in 8 disjoint groups of 4 banks). A per-element load touches 4 rows x 8 columns of an
-//             MN-contiguous tile: padded by two chunks (rows 8 words apart mod 32: 4 disjoint
-//             groups of 8 banks). All conflict-free for those loads; the 16-byte copies of a row
-//             of 2 chunks padded by one are 2-way conflicted, the others are not.
+//             (OperandTile below). A K-contiguous tile is read with ldmatrix (8 rows x one 16-byte
+//             chunk): swizzled, as for halves (rows of 4 chunks at BK 16, of 2 at BK 8). An
+//             MN-contiguous tile is read one float per lane, 4 rows x 8 columns: padded by two
+//             chunks (rows 8 words apart mod 32: 4 disjoint groups of 8 banks). All conflict-free
+//             for those loads and for the loader's 16-byte copies.
 enum class SmemKind : int { plain, padded, swizzled, skewed };
 
 template <SmemKind Kind, int Rows, int Cols, class T, int PadChunks = 1>
@@ -95,8 +95,8 @@ struct SmemTile {
   static constexpr int kElements = Rows * kStride;
   static constexpr int kBytes = kElements * static_cast<int>(sizeof(T));
   static_assert(Cols % kChunk == 0, "a tile row is whole 16-byte chunks");
-  static_assert(Kind != SmemKind::swizzled || (kChunks >= 4 && (kChunks & (kChunks - 1)) == 0),
-                "the swizzle needs a power-of-two number (>= 4) of 16-byte chunks per row");
+  static_assert(Kind != SmemKind::swizzled || (kChunks >= 2 && (kChunks & (kChunks - 1)) == 0),
+                "the swizzle needs a power-of-two number (>= 2) of 16-byte chunks per row");
 
   // 128 bytes (one pass of the 32 banks) hold 8 chunks: rows_per_line rows share one line.
   static constexpr int kRowsPerLine = kChunks >= 8 ? 1 : 8 / kChunks;
@@ -143,7 +143,7 @@ struct OperandTileOf {
 template <Major Mj, int MN, int BK, class T>
 struct OperandTileOf<SmemKind::skewed, Mj, MN, BK, T> {
   static constexpr int kRowChunks = BK / Element<T>::kChunk;  // of a K-contiguous tile
-  static constexpr bool kSwizzle = kRowChunks >= 4 && (kRowChunks & (kRowChunks - 1)) == 0;
+  static constexpr bool kSwizzle = kRowChunks >= 2 && (kRowChunks & (kRowChunks - 1)) == 0;
   using type = std::conditional_t<Mj == Major::k,
                                   SmemTile<kSwizzle ? SmemKind::swizzled : SmemKind::padded, MN, BK, T>,
                                   SmemTile<SmemKind::skewed, BK, MN, T, 2>>;
