@@ -203,14 +203,17 @@ def tc_kernel(demangled):
     # block_tile.h: OperandTile<Kind, Major, MN, BK> = SmemTile<Kind, Rows, Cols> with
     # (Rows, Cols) = (MN, BK) for Major::k (0), (BK, MN) for Major::mn (1); a padded row has one
     # more 16-byte chunk; a skewed tile (tile_config.h) is swizzled (no pad) when K-contiguous
-    # (rows of >= 2 chunks; one chunk: padded by one), padded by two chunks when MN-contiguous.
+    # (rows of a power-of-two >= 2 chunks; else padded by one), padded by two chunks when
+    # MN-contiguous.
     # kSmemBytes = max(STAGES * (A + B) elements * sizeof(T), WM * (BN + pad) * 4).
     def tile_elements(major, mn):
         rows, cols = (mn, bk) if major == "0" else (bk, mn)
         if kind == "padded":
             pad = chunk
         elif kind == "skewed":
-            pad = (0 if bk // chunk >= 2 else chunk) if major == "0" else 2 * chunk
+            row_chunks = bk // chunk  # OperandTileOf<skewed>::kSwizzle: a power of two >= 2
+            swizzled = row_chunks >= 2 and row_chunks & (row_chunks - 1) == 0
+            pad = (0 if swizzled else chunk) if major == "0" else 2 * chunk
         else:
             pad = 0
         return rows * (cols + pad)

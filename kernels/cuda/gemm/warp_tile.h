@@ -137,11 +137,6 @@ struct MmaSyncTf32WarpTile : MmaAccumulators<Shape::WM / 16, Shape::WN / 8> {
     uint32_t a[MI][4], b[NI][2];
   };
 
-  // The offset of the element (m + dm, k + dk) of an MN-contiguous A, given base = offset of (m, k):
-  // a move of dk rows and dm columns of the tile (SmemTile::moved); likewise for B at (k, n).
-  __device__ static int a_moved(int base, int dm, int dk) { return TileA::moved(base, dk, dm); }
-  __device__ static int b_moved(int base, int dk, int dn) { return TileB::moved(base, dk, dn); }
-
   __device__ static void load_fragments(Fragments& f, const T* As, const T* Bs, int wm0, int wn0, int kk, int lane) {
     const int g = lane / 4, t = lane % 4;
     if constexpr (MA == Major::k) {
@@ -149,25 +144,27 @@ struct MmaSyncTf32WarpTile : MmaAccumulators<Shape::WM / 16, Shape::WN / 8> {
       SEG_UNROLL
       for (int i = 0; i < MI; ++i) load_a_fragment<Major::k, TileA>(f.a[i], As, a, 16 * i, kk);
     } else {
-      // The lane's element (k t, row g) of A; the others are moves away.
+      // The lane's element (k t, m g) of A, stored [k][m]; the others are moves away: k rows
+      // (kk, +4 for a2, a3) and m columns (16 * i, +8 for a1, a3) of the tile (SmemTile::moved).
       const int a = TileA::offset(t, wm0 + g);
       SEG_UNROLL
       for (int i = 0; i < MI; ++i)
         SEG_UNROLL
         for (int r = 0; r < 4; ++r)
-          f.a[i][r] = __float_as_uint(As[a_moved(a, 16 * i + (r % 2 ? 8 : 0), kk + (r >= 2 ? 4 : 0))]);
+          f.a[i][r] = __float_as_uint(As[TileA::moved(a, kk + (r >= 2 ? 4 : 0), 16 * i + (r % 2 ? 8 : 0))]);
     }
     if constexpr (MB == Major::k) {
       const int b = b_fragment_base<Major::k, TileB>(wn0, lane);
       SEG_UNROLL
       for (int j = 0; j < NI; j += 2) load_b_fragments<Major::k, TileB>(f.b[j], f.b[j + 1], Bs, b, 8 * j, kk);
     } else {
-      // The lane's element (k t, column g) of B.
+      // The lane's element (k t, n g) of B, stored [k][n]: moves of k rows (kk, +4 for b1) and n
+      // columns (8 * j).
       const int b = TileB::offset(t, wn0 + g);
       SEG_UNROLL
       for (int j = 0; j < NI; ++j)
         SEG_UNROLL
-        for (int r = 0; r < 2; ++r) f.b[j][r] = __float_as_uint(Bs[b_moved(b, kk + (r ? 4 : 0), 8 * j)]);
+        for (int r = 0; r < 2; ++r) f.b[j][r] = __float_as_uint(Bs[TileB::moved(b, kk + (r ? 4 : 0), 8 * j)]);
     }
   }
 

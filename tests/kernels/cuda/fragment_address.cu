@@ -85,8 +85,8 @@ FragmentAddressReport check_fragment_addresses() {
   check_shapes<SmemKind::padded, Major::mn>(rep);
   check_shapes<SmemKind::plain, Major::k>(rep);
   check_shapes<SmemKind::plain, Major::mn>(rep);
-  // TF32 (MmaSyncTf32WarpTile): K-contiguous skewed tiles, i.e. swizzled rows of 4 chunks (BK 16)
-  // and rows of 2 chunks padded by one (BK 8, the backward tile); warp tiles of 32 and 64.
+  // TF32 (MmaSyncTf32WarpTile): K-contiguous skewed tiles, i.e. swizzled rows of 4 chunks (BK 16),
+  // of 2 chunks (BK 8, the backward tile) and of 8 (BK 32); warp tiles of 32 and 64.
   check<SmemKind::skewed, Major::k, 64, 16, 32, float>(rep);
   check<SmemKind::skewed, Major::k, 128, 16, 64, float>(rep);
   check<SmemKind::skewed, Major::k, 128, 16, 32, float>(rep);
