@@ -231,27 +231,21 @@ void backward_weight_one_block(const ConvProblem& p, const seg::cuda::ConvTcArgs
 }
 
 // v8, backward data (f32 only: f16's backward data already had two blocks per SM): v3's stride
-// phases and zero fills, each phase's GEMM with the one-block kernel where the large tile is chosen.
+// phases and zero fills (the product's loop), each phase's GEMM with the one-block kernel where the
+// large tile is chosen.
 void backward_data_one_block(const ConvProblem& p, const seg::cuda::ConvTcArgs& args, seg::cuda::Stream stream) {
-  const ConvShape& s = p.s;
-  auto* dx = static_cast<float*>(p.out);
-  const int64_t ldx = s.C;
-  for (const DgradCover& c : dgrad_covers(s, true)) {
-    if (c.KHp == 0 || c.KWp == 0) {
-      zero_dgrad_cover(s, c, dx, ldx, stream);
-      continue;
-    }
-    const auto g = backward_data_gemm<float>(s, static_cast<const float*>(p.w), static_cast<const float*>(p.dy), dx,
-                                             args, c);
-    using A = ConvBwdDataASource<float>;
-    using B = ConvBwdDataBSource<float>;
-    if (use_large_tile(args.options.tile, g.p.M, g.p.N, g.groups))
-      launch_gemm_args<OneBlockKernel<float, Major::k, Major::mn, A, B>::type>(g.p, g.groups, args.options.split_k,
-                                                                               args.workspace, stream);
-    else
-      launch_gemm_args<GemmKernel<float, Tiles<float>::Small, Major::k, Major::mn, SmemKind::padded, WmmaWarpTile, A, B>>(
-          g.p, g.groups, args.options.split_k, args.workspace, stream);
-  }
+  using A = ConvBwdDataASource<float>;
+  using B = ConvBwdDataBSource<float>;
+  for_each_dgrad_gemm(p.s, static_cast<const float*>(p.w), static_cast<const float*>(p.dy), static_cast<float*>(p.out),
+                      stream, args, [&](const auto& g) {
+                        if (use_large_tile(args.options.tile, g.p.M, g.p.N, g.groups))
+                          launch_gemm_args<OneBlockKernel<float, Major::k, Major::mn, A, B>::type>(
+                              g.p, g.groups, args.options.split_k, args.workspace, stream);
+                        else
+                          launch_gemm_args<GemmKernel<float, Tiles<float>::Small, Major::k, Major::mn,
+                                                      SmemKind::padded, WmmaWarpTile, A, B>>(
+                              g.p, g.groups, args.options.split_k, args.workspace, stream);
+                      });
 }
 
 // Whether any GEMM of v3's backward data would take the large tile (else v8 is v3).

@@ -297,20 +297,29 @@ void zero_dgrad_cover(const ConvShape& s, const DgradCover& c, T* dx, int64_t ld
   fill_strided(dx + (c.h0 * W + c.w0) * ldx, zero, T{}, stream);
 }
 
+// Backward data as a GEMM per cover (per stride phase, or one over every tap: dgrad_covers), with a
+// zero fill for each phase no tap reaches; run_gemm(g) launches each cover's GEMM. One loop for the
+// product (dispatch_gemm below) and the lab's versions that swap the kernel (kernels/lab, v8).
+template <class T, class RunGemm>
+void for_each_dgrad_gemm(const ConvShape& s, const T* w, const T* dy, T* dx, Stream stream, const ConvTcArgs& args,
+                         RunGemm&& run_gemm) {
+  const int64_t ldx = pixel_stride(args.ldx, s.C, "conv2d_backward_data_tc", "ldx");
+  for (const DgradCover& c : dgrad_covers(s, args.stride_phases)) {
+    if (c.KHp == 0 || c.KWp == 0)
+      zero_dgrad_cover(s, c, dx, ldx, stream);
+    else
+      run_gemm(backward_data_gemm(s, w, dy, dx, args, c));
+  }
+}
+
 template <class T>
 void conv_backward_data_impl(const ConvShape& s, const T* w, const T* dy, T* dx, Stream stream,
                              const ConvTcArgs& args) {
   using DT = device_t<T>;
-  const int64_t ldx = pixel_stride(args.ldx, s.C, "conv2d_backward_data_tc", "ldx");
-  for (const DgradCover& c : dgrad_covers(s, args.stride_phases)) {
-    if (c.KHp == 0 || c.KWp == 0) {
-      zero_dgrad_cover(s, c, dx, ldx, stream);
-      continue;
-    }
-    const auto g = backward_data_gemm(s, w, dy, dx, args, c);
+  for_each_dgrad_gemm(s, w, dy, dx, stream, args, [&](const auto& g) {
     dispatch_gemm<DT, Major::k, Major::mn, ConvBwdDataASource<DT>, ConvBwdDataBSource<DT>, false>(
         g.p, args.options.family, args.options.tile, g.groups, args.options.split_k, args.workspace, stream);
-  }
+  });
 }
 
 template <class T>
