@@ -418,6 +418,55 @@ std::vector<float> conv_reference(const ConvShape& s, ConvDir d, const std::vect
   return out;
 }
 
+// Every selected direction of one layer, with the operands and outputs in the element type E the
+// kernels take: f16, or float for the TF32 runs. The same integers in [-2, 2] in either type: exact
+// in f16 and in TF32 (10 mantissa bits), and every sum of their products is an integer below 2^24,
+// exact in the f32 accumulators.
+template <class E>
+void run_conv_layer(const Options& o, const Layer& l, const ConvShape& s, const std::vector<ConvDir>& dirs,
+                    const std::vector<f16>& x, const std::vector<f16>& w, const std::vector<f16>& dy,
+                    double own_total[3], double lib_total[3], std::vector<std::string>& auto_rows) {
+  const auto xf = to_float(x), wf = to_float(w), dyf = to_float(dy);
+  Device<E> dx(x.size()), dw(w.size()), ddy(dy.size());
+  dx.upload(std::vector<E>(x.begin(), x.end()));
+  dw.upload(std::vector<E>(w.begin(), w.end()));
+  ddy.upload(std::vector<E>(dy.begin(), dy.end()));
+  const size_t ws_bytes = lab::conv_workspace_bytes(s, o.dtype);
+  Device<unsigned char> ws(ws_bytes);
+  const double depth = static_cast<double>(s.KH * s.KW * s.C);
+  const double flops = 2.0 * static_cast<double>(s.N * s.Ho() * s.Wo()) * s.O * depth;
+  for (ConvDir d : dirs) {
+    const auto want = conv_reference(s, d, xf, wf, dyf, o.dtype);
+    Device<E> out(want.size());
+    const lab::ConvProblem p{s, d, o.dtype, dx.p, dw.p, ddy.p, out.p, ws.p, ws_bytes, o.tile};
+    std::printf("%s x%d  %s  N=%lld H=W=%lld C=%lld O=%lld %lldx%lld s%lld d%lld  (%.2f GFLOP)\n", l.name, l.count,
+                lab::conv_dir_name(d), (long long)s.N, (long long)s.H, (long long)s.C, (long long)s.O,
+                (long long)s.KH, (long long)s.KW, (long long)s.stride_h, (long long)s.dil_h, flops / 1e9);
+    std::vector<Row> rows;
+    const double reduction = d == ConvDir::backward_weight ? s.N * s.Ho() * s.Wo() : depth;
+    // cuDNN may run a transform (Winograd, FFT) whose rounding the exact check of our versions
+    // would not allow: its tolerance is 2^-8 of the largest possible sum (4 per term).
+    const double lib_atol = std::ldexp(1.0, -8) * 4.0 * reduction;
+    auto run = [&](int id) { return lab::run_conv_version(id, p, nullptr); };
+    bench_shape(o, lab::conv_versions(), 1, flops, out, want, lib_atol, run, rows);
+    double own = 0, lib = 0;
+    for (const Row& r : rows) {
+      if (r.version == 3) own = r.warm_ms;
+      if (r.version == 5) lib = r.warm_ms;
+    }
+    own_total[static_cast<int>(d)] += own * l.count;
+    lib_total[static_cast<int>(d)] += lib * l.count;
+    if (o.emit_auto && own > 0 && lib > 0 && lib < own) {
+      const char* op = d == ConvDir::forward ? "conv_fwd" : d == ConvDir::backward_data ? "conv_bwd_data" : "conv_bwd_weight";
+      const double work = static_cast<double>(s.N * s.Ho() * s.Wo()) * s.O * depth;
+      char row[200];
+      std::snprintf(row, sizeof row, "    {\"%s\", DType::%s, %.0f, %.0f, Engine::cudnn},  // %s: own %.3f ms, cuDNN %.3f ms",
+                    op, lab::conv_type_name(o.dtype), work, work + 1, l.name, own, lib);
+      auto_rows.push_back(row);
+    }
+  }
+}
+
 void run_conv(const Options& o) {
   std::string model = o.model.empty() ? (kSimulated ? "ci" : "resnet50") : o.model;
   std::vector<Layer> layers;
@@ -450,62 +499,10 @@ void run_conv(const Options& o) {
     }
     const auto x = integers(static_cast<size_t>(s.x_numel()), 3), w = integers(static_cast<size_t>(s.w_numel()), 4),
                dy = integers(static_cast<size_t>(s.y_numel()), 5);
-    const auto xf = to_float(x), wf = to_float(w), dyf = to_float(dy);
-    // The same integers in [-2, 2] in either type: exact in f16 and in TF32 (10 mantissa bits), and
-    // every sum of their products is an integer below 2^24, exact in the f32 accumulators.
-    const bool f32 = o.dtype == lab::ConvType::f32;
-    Device<f16> dx(f32 ? 0 : x.size()), dw(f32 ? 0 : w.size()), ddy(f32 ? 0 : dy.size());
-    Device<float> dxf(f32 ? x.size() : 0), dwf(f32 ? w.size() : 0), ddyf(f32 ? dy.size() : 0);
-    if (f32) {
-      dxf.upload(xf);
-      dwf.upload(wf);
-      ddyf.upload(dyf);
-    } else {
-      dx.upload(x);
-      dw.upload(w);
-      ddy.upload(dy);
-    }
-    const void* px = f32 ? static_cast<const void*>(dxf.p) : dx.p;
-    const void* pw = f32 ? static_cast<const void*>(dwf.p) : dw.p;
-    const void* pdy = f32 ? static_cast<const void*>(ddyf.p) : ddy.p;
-    const size_t ws_bytes = lab::conv_workspace_bytes(s, o.dtype);
-    Device<unsigned char> ws(ws_bytes);
-    const double depth = static_cast<double>(s.KH * s.KW * s.C);
-    const double flops = 2.0 * static_cast<double>(s.N * s.Ho() * s.Wo()) * s.O * depth;
-    for (ConvDir d : dirs) {
-      const auto want = conv_reference(s, d, xf, wf, dyf, o.dtype);
-      Device<f16> out(f32 ? 0 : want.size());
-      Device<float> outf(f32 ? want.size() : 0);
-      const lab::ConvProblem p{s, d, o.dtype, px, pw, pdy, f32 ? static_cast<void*>(outf.p) : out.p, ws.p, ws_bytes, o.tile};
-      std::printf("%s x%d  %s  N=%lld H=W=%lld C=%lld O=%lld %lldx%lld s%lld d%lld  (%.2f GFLOP)\n", l.name, l.count,
-                  lab::conv_dir_name(d), (long long)s.N, (long long)s.H, (long long)s.C, (long long)s.O,
-                  (long long)s.KH, (long long)s.KW, (long long)s.stride_h, (long long)s.dil_h, flops / 1e9);
-      std::vector<Row> rows;
-      const double reduction = d == ConvDir::backward_weight ? s.N * s.Ho() * s.Wo() : depth;
-      // cuDNN may run a transform (Winograd, FFT) whose rounding the exact check of our versions
-      // would not allow: its tolerance is 2^-8 of the largest possible sum (4 per term).
-      const double lib_atol = std::ldexp(1.0, -8) * 4.0 * reduction;
-      auto run = [&](int id) { return lab::run_conv_version(id, p, nullptr); };
-      if (f32)
-        bench_shape(o, lab::conv_versions(), 1, flops, outf, want, lib_atol, run, rows);
-      else
-        bench_shape(o, lab::conv_versions(), 1, flops, out, want, lib_atol, run, rows);
-      double own = 0, lib = 0;
-      for (const Row& r : rows) {
-        if (r.version == 3) own = r.warm_ms;
-        if (r.version == 5) lib = r.warm_ms;
-      }
-      own_total[static_cast<int>(d)] += own * l.count;
-      lib_total[static_cast<int>(d)] += lib * l.count;
-      if (o.emit_auto && own > 0 && lib > 0 && lib < own) {
-        const char* op = d == ConvDir::forward ? "conv_fwd" : d == ConvDir::backward_data ? "conv_bwd_data" : "conv_bwd_weight";
-        const double work = static_cast<double>(s.N * s.Ho() * s.Wo()) * s.O * depth;
-        char row[200];
-        std::snprintf(row, sizeof row, "    {\"%s\", DType::%s, %.0f, %.0f, Engine::cudnn},  // %s: own %.3f ms, cuDNN %.3f ms",
-                      op, lab::conv_type_name(o.dtype), work, work + 1, l.name, own, lib);
-        auto_rows.push_back(row);
-      }
-    }
+    if (o.dtype == lab::ConvType::f32)
+      run_conv_layer<float>(o, l, s, dirs, x, w, dy, own_total, lib_total, auto_rows);
+    else
+      run_conv_layer<f16>(o, l, s, dirs, x, w, dy, own_total, lib_total, auto_rows);
   }
   if (!kSimulated) {
     std::printf("model total (each layer times its count), own product kernel (v3) vs cuDNN (v5):\n");
