@@ -12,6 +12,7 @@
 #include "kernels/sim/counters.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <deque>
@@ -209,7 +210,7 @@ RooflineEstimate estimate_for(const KernelCounters& c, uint64_t launches) {
 
 struct Results {
   std::mutex mutex;
-  std::vector<KernelCounters> totals;  // one per kernel name, first-launch order
+  std::vector<KernelCounters> totals;  // one per (kernel, symbol), first-launch order
   bool summary_at_exit = false;
 };
 Results& results() {
@@ -230,7 +231,8 @@ void print_summary_at_exit() {
         shared_requests ? static_cast<double>(c.shared_load.bank_conflicts + c.shared_store.bank_conflicts) /
                               static_cast<double>(shared_requests)
                         : 0.0;
-    std::fprintf(stderr, "| %s | %llu | %.2f | %.2f | %.2f | %llu | %llu | %.1f%% | %.1f | %s |\n", c.kernel.c_str(),
+    std::fprintf(stderr, "| %s | %llu | %.2f | %.2f | %.2f | %llu | %llu | %.1f%% | %.1f | %s |\n",
+                 seg::sim::kernel_display_name(c).c_str(),
                  static_cast<unsigned long long>(c.launches), c.global_load.per_request(), c.global_store.per_request(),
                  conflicts, static_cast<unsigned long long>(c.mma_instructions),
                  static_cast<unsigned long long>(c.barriers), 100.0 * c.active_lane_share(), c.estimated_us_sum,
@@ -296,6 +298,7 @@ std::shared_ptr<const KernelCounters> counters_end_launch(LaunchState& launch, b
   c.barriers = launch.stats.barriers;
   c.global_unique_sectors = owned->sectors.size();
   const KernelResources res = kernel_resources(r.kernel);
+  c.symbol = res.name;
   c.registers_per_thread = res.registers;
   c.static_smem_bytes = res.static_smem_bytes;
   c.static_smem_known = res.static_smem_known;
@@ -306,7 +309,7 @@ std::shared_ptr<const KernelCounters> counters_end_launch(LaunchState& launch, b
   {
     std::lock_guard<std::mutex> lock(out.mutex);
     auto it = std::find_if(out.totals.begin(), out.totals.end(),
-                           [&](const KernelCounters& t) { return t.kernel == c.kernel; });
+                           [&](const KernelCounters& t) { return t.kernel == c.kernel && t.symbol == c.symbol; });
     if (it == out.totals.end()) {
       out.totals.push_back(c);
     } else {
@@ -423,6 +426,42 @@ void reset_kernel_counter_totals() {
   r.totals.clear();
 }
 
+std::string kernel_display_name(const KernelCounters& c) {
+  if (c.symbol.empty()) return c.kernel;
+  // Namespaces first ("(anonymous namespace)::" would read as a parameter list): every
+  // "identifier::" and "(anonymous namespace)::".
+  static const std::string anon = "(anonymous namespace)::";
+  std::string name;
+  for (size_t i = 0; i < c.symbol.size();) {
+    if (c.symbol.compare(i, anon.size(), anon) == 0) {
+      i += anon.size();
+      continue;
+    }
+    size_t j = i;
+    while (j < c.symbol.size() && (std::isalnum(static_cast<unsigned char>(c.symbol[j])) || c.symbol[j] == '_')) ++j;
+    if (j > i && c.symbol.compare(j, 2, "::") == 0) {
+      i = j + 2;
+    } else if (j > i) {
+      name.append(c.symbol, i, j - i);
+      i = j;
+    } else {
+      name += c.symbol[i++];
+    }
+  }
+  if (name.rfind("void ", 0) == 0) name.erase(0, 5);  // a function template's demangled return type
+  // The parameter list: the first '(' outside template arguments (a cast such as "(Major)1" is inside).
+  int depth = 0;
+  for (size_t i = 0; i < name.size(); ++i) {
+    if (name[i] == '<') ++depth;
+    if (name[i] == '>') --depth;
+    if (name[i] == '(' && depth == 0) {
+      name.resize(i);
+      break;
+    }
+  }
+  return name;
+}
+
 std::string format_counters(const KernelCounters& c) {
   std::string out;
   char line[512];
@@ -431,8 +470,9 @@ std::string format_counters(const KernelCounters& c) {
     out += line;
   };
   auto ull = [](uint64_t v) { return static_cast<unsigned long long>(v); };
-  add("seg::sim profile: %s <<<grid (%u,%u,%u), block (%u,%u,%u), %zu B dynamic shared>>> launched at %s", c.kernel.c_str(),
-      c.grid.x, c.grid.y, c.grid.z, c.block.x, c.block.y, c.block.z, c.dynamic_smem_bytes, c.launch_site.c_str());
+  out = "seg::sim profile: " + kernel_display_name(c);  // a template instance's name can outgrow `line`
+  add(" <<<grid (%u,%u,%u), block (%u,%u,%u), %zu B dynamic shared>>> launched at %s", c.grid.x, c.grid.y, c.grid.z,
+      c.block.x, c.block.y, c.block.z, c.dynamic_smem_bytes, c.launch_site.c_str());
   if (c.launches > 1) add(" (%llu launches)", ull(c.launches));
   add("\n  %-24s %llu blocks, %llu warps, %llu threads\n", "grid", ull(c.blocks), ull(c.warps), ull(c.threads));
   auto global = [&](const char* what, const MemoryCounters& m) {

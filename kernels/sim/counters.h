@@ -49,6 +49,10 @@ struct MemoryCounters {
 
 struct KernelCounters {
   std::string kernel;       // as written at SEG_LAUNCH
+  // The entry point's demangled name from the executable's symbol table, empty when unknown. Where
+  // a generic launcher writes SEG_LAUNCH(kernel, ...) for many template instances (the tensor-core
+  // GEMMs' device_launch.h), this is what tells them apart: totals are kept per (kernel, symbol).
+  std::string symbol;
   std::string launch_site;  // file:line of the (first) launch
   dim3 grid{0, 0, 0}, block{0, 0, 0};
   size_t dynamic_smem_bytes = 0;
@@ -88,11 +92,15 @@ bool counters_available();
 // launch was not counted (Options::counters off, or an ASan/TSan build) or when the thread has
 // launched nothing.
 KernelCounters last_launch_counters();
-// Every counted launch since the start or the last reset, summed per kernel name (first launch
-// order); `estimate` is that of the average launch.
+// Every counted launch since the start or the last reset, summed per kernel (the launch text and
+// the entry point's symbol; first launch order); `estimate` is that of the average launch.
 std::vector<KernelCounters> kernel_counter_totals();
 void reset_kernel_counter_totals();
 // The table SEG_SIM_PROFILE prints for one launch (or one total).
 std::string format_counters(const KernelCounters& counters);
+// The name the profile prints: the symbol without namespaces, return type and parameter list, as
+// Nsight names kernels ("gemm_tc_kernel<GemmKernel<float, TileShape<64, 64, 16, 2, 2, 3>, ...> >"),
+// else the launch text.
+std::string kernel_display_name(const KernelCounters& counters);
 
 }  // namespace seg::sim

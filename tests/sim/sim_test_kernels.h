@@ -89,5 +89,7 @@ void shared_patterns(float* y, int pattern);                     // one warp; pa
 void divergent_load(const float* x, float* y, int threads);      // lanes 0-7 of each warp copy
 void barriers(int* out, int blocks, int threads, int times);     // `times` __syncthreads per block
 void fma_loop(const float* x, float* y, int threads, int k);     // k __fmaf_rn per thread
+void scaled_copy(const float* x, float* y, int n, int scale);   // y = scale * x, scale 2 or 3: two template
+                                                                 // instances, one SEG_LAUNCH line
 
 }  // namespace simtest

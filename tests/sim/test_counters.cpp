@@ -274,6 +274,55 @@ TEST_CASE("sim counters: totals per kernel and the profile table" * doctest::ski
         std::string::npos);
 }
 
+TEST_CASE("sim counters: template instances launched from one SEG_LAUNCH line are kept and named apart" *
+          doctest::skip(kNoCounters)) {
+  // tests/sim/counter_kernels.cu launches scaled_copy_kernel<2> and <3> as `kernel`, as the
+  // tensor-core launcher (kernels/cuda/gemm/device_launch.h) launches every GemmKernel.
+  seg::sim::reset_kernel_counter_totals();
+  const int n = 256;
+  DeviceBuffer<float> x(iota_floats(n)), y2(n), y3(n);
+  counted([&] { simtest::scaled_copy(x.get(), y2.get(), n, 2); });
+  counted([&] { simtest::scaled_copy(x.get(), y3.get(), n, 3); });
+  counted([&] { simtest::scaled_copy(x.get(), y2.get(), n, 2); });
+  const std::vector<KernelCounters> totals = seg::sim::kernel_counter_totals();
+  REQUIRE(totals.size() == 2);
+  for (const KernelCounters& t : totals) {
+    CAPTURE(t.symbol);
+    CHECK(t.kernel == "kernel");
+    CHECK(t.global_load.requests == t.launches * n / 32);
+  }
+  CHECK(totals[0].launches == 2);
+  CHECK(totals[1].launches == 1);
+  CHECK(totals[0].symbol.find("scaled_copy_kernel<2>(float const*, float*, int)") != std::string::npos);
+  CHECK(totals[1].symbol.find("scaled_copy_kernel<3>(float const*, float*, int)") != std::string::npos);
+  CHECK(seg::sim::kernel_display_name(totals[0]) == "scaled_copy_kernel<2>");
+  CHECK(seg::sim::kernel_display_name(totals[1]) == "scaled_copy_kernel<3>");
+  const std::string table = seg::sim::format_counters(totals[1]);
+  INFO(table);
+  CHECK(table.find("seg::sim profile: scaled_copy_kernel<3> <<<grid (2,1,1), block (128,1,1), 0 B dynamic shared>>>") ==
+        0);
+  std::vector<float> want2(n), want3(n);
+  for (int i = 0; i < n; ++i) want2[i] = 2.0f * static_cast<float>(i), want3[i] = 3.0f * static_cast<float>(i);
+  CHECK(y2.download() == want2);
+  CHECK(y3.download() == want3);
+}
+
+TEST_CASE("sim counters: the display name drops namespaces, return type and parameters, not template arguments") {
+  KernelCounters c;
+  c.kernel = "kernel";
+  CHECK(seg::sim::kernel_display_name(c) == "kernel");  // no symbol: the launch text
+  c.symbol =
+      "void seg::cuda::tc::gemm_tc_kernel<seg::cuda::tc::GemmKernel<float, seg::cuda::tc::TileShape<64, 64, 16, 2, 2, "
+      "3>, (seg::cuda::tc::Major)0, (seg::cuda::tc::SmemKind)3> >(seg::cuda::tc::GemmKernel<float, "
+      "seg::cuda::tc::TileShape<64, 64, 16, 2, 2, 3>, (seg::cuda::tc::Major)0, (seg::cuda::tc::SmemKind)3>::Params)";
+  CHECK(seg::sim::kernel_display_name(c) ==
+        "gemm_tc_kernel<GemmKernel<float, TileShape<64, 64, 16, 2, 2, 3>, (Major)0, (SmemKind)3> >");
+  c.symbol = "(anonymous namespace)::copy_kernel(float const*, float*, int)";
+  CHECK(seg::sim::kernel_display_name(c) == "copy_kernel");
+  c.symbol = "void seg::cuda::(anonymous namespace)::fill_generic_kernel<float>(float*, seg::CopyLayout, long, float)";
+  CHECK(seg::sim::kernel_display_name(c) == "fill_generic_kernel<float>");
+}
+
 TEST_CASE("sim counters: a launch that faults records nothing" * doctest::skip(kNoCounters)) {
   const int n = 64;
   DeviceBuffer<float> x(iota_floats(n)), y(n);
