@@ -40,7 +40,7 @@ def main():
         return 2
     lab = sys.argv[1]
     env = dict(os.environ, SEG_SIM_PROFILE="1")
-    seen = {}  # kernel name -> (threads, dynamic smem) as launched
+    seen = {}  # kernel name -> the set of (threads, dynamic smem) it was launched with
     for args in RUNS:
         run = subprocess.run([lab] + args, env=env, capture_output=True, text=True)
         if run.returncode != 0:
